@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Start the real parts the tests need, on loopback, in private directories:
+# PostgreSQL and Redis (plus the stock BOINC client and Debian's chromium, which the
+# tests run as programs). Installs missing Debian packages when running as root.
+# Writes the environment the tests read into var/services.env.
+# With CI set, a part that cannot be provided is a failure; otherwise it is
+# reported as skipped and the tests that need it are skipped with that reason.
+set -u
+cd "$(dirname "$0")/.."
+VAR="$PWD/var"
+mkdir -p "$VAR"
+ENV_FILE="$VAR/services.env"
+: > "$ENV_FILE"
+PG_PORT="${COBBLESTONE_TEST_PG_PORT:-54329}"
+REDIS_PORT="${COBBLESTONE_TEST_REDIS_PORT:-63799}"
+failures=()
+say() { printf '[services] %s\n' "$*"; }
+
+apt_install() {
+  # Install Debian packages if missing and we are root; quiet unless it fails.
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" != 0 ]; then say "not root: cannot install ${missing[*]}"; return 1; fi
+  say "installing ${missing[*]} from Debian"
+  if [ ! -f "$VAR/.apt-updated" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 && touch "$VAR/.apt-updated"
+  fi
+  # policy-rc.d keeps the packages' own services (boinc-client, redis, postgresql) from starting.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >"$VAR/apt.log" 2>&1
+  local rc=$?
+  rm -f /usr/sbin/policy-rc.d
+  [ $rc -eq 0 ] || { say "apt-get install failed (see var/apt.log)"; return 1; }
+}
+
+start_postgres() {
+  apt_install postgresql || return 1
+  local bindir
+  bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  [ -n "$bindir" ] || { say "no PostgreSQL binaries"; return 1; }
+  local data=/tmp/cobblestone-pg-$PG_PORT runas=()
+  if [ "$(id -u)" = 0 ]; then runas=(runuser -u postgres --); fi
+  if ! "${runas[@]}" "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    if [ ! -f "$data/PG_VERSION" ]; then
+      mkdir -p "$data" && { [ "$(id -u)" = 0 ] && chown postgres:postgres "$data"; true; }
+      "${runas[@]}" "$bindir/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$VAR/pg-initdb.log" 2>&1 \
+        || { say "initdb failed (var/pg-initdb.log)"; return 1; }
+    fi
+    "${runas[@]}" "$bindir/pg_ctl" -D "$data" -w -l "$data/server.log" \
+      -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k /tmp -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+      start >/dev/null 2>&1 || { say "PostgreSQL did not start ($data/server.log)"; return 1; }
+  fi
+  echo "COBBLESTONE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/cobblestone" >> "$ENV_FILE"
+  say "PostgreSQL running on 127.0.0.1:$PG_PORT"
+}
+
+start_redis() {
+  apt_install redis-server || return 1
+  if ! redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+    mkdir -p "$VAR/redis"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --daemonize yes --dir "$VAR/redis" \
+      --save '' --appendonly no --logfile "$VAR/redis/redis.log" >/dev/null 2>&1 || return 1
+    for _ in 1 2 3 4 5 6 7 8 9 10; do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.3; done
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 || { say "Redis did not start"; return 1; }
+  fi
+  echo "COBBLESTONE_TEST_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0" >> "$ENV_FILE"
+  say "Redis running on 127.0.0.1:$REDIS_PORT"
+}
+
+find_boinc() {
+  apt_install boinc-client || return 1
+  command -v boinc >/dev/null && command -v boinccmd >/dev/null || { say "boinc binaries not found"; return 1; }
+  echo "COBBLESTONE_TEST_BOINC=$(command -v boinc)" >> "$ENV_FILE"
+  say "BOINC client: $(boinc --version 2>/dev/null | head -1)"
+}
+
+find_chromium() {
+  apt_install chromium || return 1
+  [ -x /usr/bin/chromium ] || { say "/usr/bin/chromium missing"; return 1; }
+  echo "COBBLESTONE_TEST_CHROMIUM=/usr/bin/chromium" >> "$ENV_FILE"
+  say "Chromium: $(/usr/bin/chromium --version 2>/dev/null | head -1)"
+}
+
+start_postgres || failures+=("PostgreSQL")
+start_redis || failures+=("Redis")
+find_boinc || failures+=("BOINC client")
+find_chromium || failures+=("Chromium")
+
+if [ ${#failures[@]} -gt 0 ]; then
+  if [ -n "${CI:-}" ]; then
+    say "FAILED (CI is set): could not provide: ${failures[*]}"
+    exit 1
+  fi
+  say "SKIPPED: ${failures[*]} not available; tests that need them will be skipped and say so."
+fi
+exit 0

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make test`: real services, lint, Django checks, the suite on SQLite, then on PostgreSQL.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv
+step() { printf '\n==> %s\n' "$*"; }
+
+step "services (PostgreSQL, Redis, BOINC client, chromium)"
+bash .ci/services.sh || exit 1
+set -a; source var/services.env; set +a
+
+set -e
+step "ruff"
+$VENV/bin/ruff check .
+$VENV/bin/ruff format --check .
+step "import layers"
+$VENV/bin/lint-imports
+step "django checks"
+$VENV/bin/python manage.py check
+$VENV/bin/python manage.py makemigrations --check --dry-run
+set +e
+
+step "pytest on SQLite"
+$VENV/bin/pytest --cov=apps --cov-report=term:skip-covered --cov-fail-under=80 -q
+sqlite_rc=$?
+
+pg_rc=0
+if [ -n "${COBBLESTONE_TEST_DATABASE_URL:-}" ]; then
+  step "pytest on PostgreSQL (database-backed tests)"
+  DATABASE_URL="$COBBLESTONE_TEST_DATABASE_URL" $VENV/bin/pytest -q -m "not browser and not boinc_client" tests
+  pg_rc=$?
+else
+  step "pytest on PostgreSQL: SKIPPED (no PostgreSQL server could be started)"
+fi
+
+if [ $sqlite_rc -ne 0 ] || [ $pg_rc -ne 0 ]; then
+  echo "FAILED: sqlite=$sqlite_rc postgresql=$pg_rc"
+  exit 1
+fi
+echo "All checks passed."

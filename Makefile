@@ -1,0 +1,37 @@
+# Cobblestone: two commands.
+#   make run   set up everything and serve the portal on http://127.0.0.1:8000/ (SQLite, no-server broker)
+#   make test  set up everything (PostgreSQL, Redis, BOINC client, chromium when possible) and run all checks
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+
+.PHONY: run test venv lint bench clean
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	@rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+venv: $(STAMP)
+
+run: venv
+	@$(PY) manage.py migrate --noinput -v 0
+	@$(PY) manage.py setup_periodic_tasks
+	@$(PY) manage.py seed_demo --if-empty
+	@$(PY) manage.py ensure_admin
+	@$(PY) manage.py runall
+
+test: venv
+	@bash .ci/test.sh
+
+lint: venv
+	@$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
+
+bench: venv
+	@$(PY) manage.py bench_scheduler
+
+clean:
+	rm -rf var .pytest_cache .ruff_cache

@@ -1,0 +1,157 @@
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from apps.applications import services
+from apps.applications.models import App, AppFile, AppVersion, PlanClass
+
+
+class AppVersionInline(admin.TabularInline):
+    model = AppVersion
+    fields = [
+        "platform",
+        "version_num",
+        "plan_class",
+        "proc_type",
+        "avg_ncpus",
+        "gpu_usage",
+        "deprecated",
+        "pfc_n",
+        "pfc_avg",
+        "pfc_scale",
+    ]
+    readonly_fields = ["pfc_n", "pfc_avg", "pfc_scale"]
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(App)
+class AppAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "user_friendly_name",
+        "project",
+        "min_quorum",
+        "target_nresults",
+        "min_avg_pfc",
+        "host_scale_check",
+        "deprecated",
+    ]
+    list_filter = ["project", "deprecated", "host_scale_check"]
+    search_fields = ["name", "user_friendly_name"]
+    list_select_related = ["project"]
+    readonly_fields = ["min_avg_pfc", "create_time"]
+    inlines = [AppVersionInline]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "project",
+                    "name",
+                    "user_friendly_name",
+                    "deprecated",
+                    "beta",
+                    "non_cpu_intensive",
+                    "weight",
+                    "create_time",
+                ]
+            },
+        ),
+        (
+            "Job defaults",
+            {
+                "fields": [
+                    "min_quorum",
+                    "target_nresults",
+                    "max_error_results",
+                    "max_total_results",
+                    "max_success_results",
+                    "delay_bound",
+                ]
+            },
+        ),
+        (
+            "Limits",
+            {
+                "fields": [
+                    "max_jobs_in_progress",
+                    "max_gpu_jobs_in_progress",
+                    "max_jobs_per_rpc",
+                    "max_jobs_per_day_init",
+                ]
+            },
+        ),
+        (
+            "Credit (seed 003)",
+            {
+                "fields": [
+                    "min_avg_pfc",
+                    "host_scale_check",
+                    "granted_credit_policy",
+                    "probation_policy",
+                    "normalization_policy",
+                    "runtime_outlier_check",
+                    "max_granted_credit",
+                ]
+            },
+        ),
+        (
+            "Validation and assimilation",
+            {"fields": ["validator", "validator_rel_tol", "validator_abs_tol", "assimilator"]},
+        ),
+        (
+            "Work sequences (seed 001)",
+            {
+                "fields": ["max_sequence_job_fraction", "sequence_redundancy"],
+                "description": "A project that mixes sequence and non-sequence work starves the non-sequence work "
+                "on hosts that hold a sequence; max_sequence_job_fraction bounds it.",
+            },
+        ),
+    ]
+
+
+class AppFileInline(admin.TabularInline):
+    model = AppFile
+    fields = ["file_name", "open_name", "main_program", "copy_file", "nbytes", "md5_cksum", "signed"]
+    readonly_fields = ["nbytes", "md5_cksum", "signed"]
+    extra = 0
+
+    @admin.display(boolean=True)
+    def signed(self, obj: AppFile) -> bool:
+        return bool(obj.file_signature)
+
+
+@admin.register(AppVersion)
+class AppVersionAdmin(admin.ModelAdmin):
+    list_display = [
+        "__str__",
+        "app",
+        "platform",
+        "version_num",
+        "plan_class",
+        "proc_type",
+        "pfc_n",
+        "pfc_avg",
+        "pfc_scale",
+        "expavg_credit",
+        "deprecated",
+    ]
+    list_filter = ["app__project", "platform", "proc_type", "deprecated"]
+    search_fields = ["app__name", "plan_class"]
+    list_select_related = ["app", "platform"]
+    readonly_fields = ["pfc_n", "pfc_avg", "pfc_scale", "expavg_credit", "expavg_time", "create_time"]
+    inlines = [AppFileInline]
+    actions = ["deprecate"]
+
+    @admin.action(description="Deprecate the selected app versions (no new jobs)")
+    def deprecate(self, request: HttpRequest, queryset: QuerySet[AppVersion]) -> None:
+        n = services.app_version_deprecate(app_version_ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, f"{n} app version(s) deprecated.", messages.SUCCESS)
+
+
+@admin.register(PlanClass)
+class PlanClassAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "proc_type", "avg_ncpus", "gpu_usage", "multi_thread"]
+    list_filter = ["project", "proc_type"]
+    search_fields = ["name"]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ApplicationsConfig(AppConfig):
+    name = "apps.applications"
+    verbose_name = "Applications"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EmulatorConfig(AppConfig):
+    name = "apps.emulator"
+    verbose_name = "Client emulator"

@@ -1,0 +1,104 @@
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from apps.hosts import services
+from apps.hosts.models import Host, HostAppVersion, HostCoproc
+
+
+class HostCoprocInline(admin.TabularInline):
+    model = HostCoproc
+    extra = 0
+    readonly_fields = ["proc_type", "name", "count", "peak_flops", "available_ram", "have_opencl"]
+    can_delete = False
+
+
+class HostAppVersionInline(admin.TabularInline):
+    model = HostAppVersion
+    extra = 0
+    fields = [
+        "app_version",
+        "anonymous_proc_type",
+        "pfc_n",
+        "pfc_avg",
+        "et_n",
+        "et_avg",
+        "turnaround_avg",
+        "scale_probation",
+        "error_rate",
+        "max_jobs_per_day",
+        "n_jobs_today",
+        "consecutive_valid",
+    ]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "domain_name",
+        "account",
+        "project",
+        "p_ncpus",
+        "p_fpops",
+        "os_name",
+        "total_credit",
+        "expavg_credit",
+        "rpc_time",
+    ]
+    list_filter = ["project", "os_name", "blacklisted"]
+    search_fields = ["=id", "domain_name", "host_cpid", "account__name"]
+    list_select_related = ["account", "project"]
+    raw_id_fields = ["account"]
+    readonly_fields = [
+        "create_time",
+        "rpc_time",
+        "rpc_seqno",
+        "total_credit",
+        "expavg_credit",
+        "expavg_time",
+        "avg_turnaround",
+    ]
+    inlines = [HostCoprocInline, HostAppVersionInline]
+    show_full_result_count = False
+
+
+@admin.register(HostAppVersion)
+class HostAppVersionAdmin(admin.ModelAdmin):
+    list_display = [
+        "host",
+        "app",
+        "app_version",
+        "anonymous_proc_type",
+        "pfc_n",
+        "pfc_avg",
+        "scale_probation",
+        "error_rate",
+        "max_jobs_per_day",
+        "n_jobs_today",
+        "consecutive_valid",
+    ]
+    list_filter = ["app__project", "scale_probation", "app"]
+    search_fields = ["=host__id"]
+    raw_id_fields = ["host", "app_version"]
+    list_select_related = ["host", "app", "app_version__platform", "app_version__app"]
+    readonly_fields = [
+        "pfc_n",
+        "pfc_avg",
+        "et_n",
+        "et_avg",
+        "et_var",
+        "turnaround_n",
+        "turnaround_avg",
+        "turnaround_var",
+    ]
+    actions = ["reset_probation"]
+    show_full_result_count = False
+
+    @admin.action(description="Reset scale probation (host scaling allowed again)")
+    def reset_probation(self, request: HttpRequest, queryset: QuerySet[HostAppVersion]) -> None:
+        n = services.host_app_version_reset_probation(ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, f"Probation reset on {n} record(s).", messages.SUCCESS)

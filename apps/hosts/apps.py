@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HostsConfig(AppConfig):
+    name = "apps.hosts"
+    verbose_name = "Hosts"

@@ -1,0 +1,108 @@
+"""The project admin with its dashboard (server status counts, daemon runs)."""
+
+from django.contrib import admin
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from apps.portal.dashboard import project_dashboard_view
+from apps.projects.models import Project
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "master_link", "locality_scheduling", "sched_stopped", "dashboard_link"]
+    search_fields = ["slug", "name"]
+    readonly_fields = [
+        "create_time",
+        "master_url",
+        "scheduler_url",
+        "code_sign_public_key",
+        "upload_public_key",
+    ]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "slug",
+                    "name",
+                    "description",
+                    "base_url",
+                    "create_time",
+                    "master_url",
+                    "scheduler_url",
+                ]
+            },
+        ),
+        (
+            "Operations",
+            {
+                "fields": [
+                    "sched_stopped",
+                    "web_stopped",
+                    "account_creation_disabled",
+                    "min_passwd_length",
+                    "min_core_client_version",
+                    "paused_daemons",
+                ]
+            },
+        ),
+        (
+            "Scheduling",
+            {
+                "fields": [
+                    "request_delay",
+                    "next_rpc_delay",
+                    "max_wus_to_send",
+                    "max_wus_in_progress",
+                    "max_wus_in_progress_gpu",
+                    "gpu_multiplier",
+                    "daily_result_quota",
+                    "report_grace_period",
+                    "resend_lost_results",
+                    "one_result_per_user_per_wu",
+                    "ignore_delay_bound",
+                    "delete_delay_hours",
+                ]
+            },
+        ),
+        (
+            "Locality scheduling (seed 004)",
+            {
+                "fields": [
+                    "locality_scheduling",
+                    "locality_scheduling_sorted_order",
+                    "locality_scheduling_wait_period",
+                    "locality_trigger_dir",
+                ]
+            },
+        ),
+        ("Credit", {"fields": ["credit_by_app", "stats_export"]}),
+        (
+            "Keys",
+            {
+                "classes": ["collapse"],
+                "fields": ["code_sign_public_key", "code_sign_key_signature", "upload_public_key"],
+            },
+        ),
+    ]
+
+    @admin.display(description="Master URL")
+    def master_link(self, obj: Project) -> str:
+        return format_html('<a href="{}">{}</a>', obj.master_url, obj.master_url)
+
+    @admin.display(description="Status")
+    def dashboard_link(self, obj: Project) -> str:
+        return format_html(
+            '<a href="{}">dashboard</a>', reverse("admin:projects_project_dashboard", args=[obj.pk])
+        )
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        custom = [
+            path(
+                "<int:pk>/dashboard/",
+                self.admin_site.admin_view(project_dashboard_view),
+                name="projects_project_dashboard",
+            )
+        ]
+        return custom + super().get_urls()

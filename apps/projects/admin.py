@@ -1,0 +1,23 @@
+from django.contrib import admin
+
+from apps.projects.models import DaemonRun, Platform
+
+
+@admin.register(Platform)
+class PlatformAdmin(admin.ModelAdmin):
+    list_display = ["name", "user_friendly_name", "deprecated"]
+    list_filter = ["deprecated"]
+    search_fields = ["name", "user_friendly_name"]
+
+
+@admin.register(DaemonRun)
+class DaemonRunAdmin(admin.ModelAdmin):
+    list_display = ["daemon", "project", "started", "duration", "items", "errors"]
+    list_filter = ["daemon", "project"]
+    date_hierarchy = "started"
+    list_select_related = ["project"]
+    show_full_result_count = False
+    readonly_fields = [f.name for f in DaemonRun._meta.fields]
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False

@@ -1,0 +1,178 @@
+"""Projects hosted by the portal, platforms, and the record of daemon runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+from django.urls import reverse
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,48}$",
+    "Use lower-case letters, digits, '-' and '_' (it becomes part of every URL).",
+)
+
+
+class Project(models.Model):
+    """A BOINC project: its own master URL, scheduler, keys, data areas and configuration.
+
+    The configuration fields mirror BOINC's config.xml options of the same names.
+    """
+
+    slug = models.CharField(max_length=50, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    create_time = models.DateTimeField(auto_now_add=True)
+    base_url = models.URLField(
+        blank=True, help_text="Public base URL; empty means COBBLESTONE_BASE_URL. Host must contain a dot."
+    )
+
+    # Operational switches (BOINC's stop_sched / project_is_down / web_stopped).
+    sched_stopped = models.BooleanField(default=False, help_text="Scheduler answers 'project is down'.")
+    web_stopped = models.BooleanField(default=False)
+    account_creation_disabled = models.BooleanField(default=False)
+    min_passwd_length = models.PositiveIntegerField(default=6)
+    min_core_client_version = models.PositiveIntegerField(
+        default=0, help_text="major*10000+minor*100+release; 0 = any"
+    )
+
+    # Scheduling options.
+    request_delay = models.FloatField(default=5, validators=[MinValueValidator(0)])
+    next_rpc_delay = models.FloatField(default=0, validators=[MinValueValidator(0)])
+    max_wus_to_send = models.PositiveIntegerField(
+        default=10, help_text="Jobs per RPC per CPU (and per GPU × gpu_multiplier)."
+    )
+    max_wus_in_progress = models.PositiveIntegerField(default=0, help_text="Per CPU; 0 = no limit.")
+    max_wus_in_progress_gpu = models.PositiveIntegerField(default=0, help_text="Per GPU; 0 = no limit.")
+    gpu_multiplier = models.PositiveIntegerField(default=1)
+    daily_result_quota = models.PositiveIntegerField(
+        default=200, help_text="Initial max jobs per day per host_app_version (seed 003), per CPU/GPU."
+    )
+    report_grace_period = models.PositiveIntegerField(default=3600, help_text="Seconds after the deadline.")
+    resend_lost_results = models.BooleanField(default=False)
+    one_result_per_user_per_wu = models.BooleanField(default=False)
+    ignore_delay_bound = models.BooleanField(default=False)
+    delete_delay_hours = models.FloatField(default=0, validators=[MinValueValidator(0)])
+
+    # Locality scheduling (seed 004).
+    locality_scheduling = models.BooleanField(default=False)
+    locality_scheduling_sorted_order = models.BooleanField(
+        default=False, help_text="Search files in increasing name order instead of random order."
+    )
+    locality_scheduling_wait_period = models.FloatField(
+        default=0,
+        validators=[MinValueValidator(0)],
+        help_text="Seconds to wait for on-demand work for a file (0 = do not wait).",
+    )
+    locality_trigger_dir = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="If set, also honour BOINC's trigger directories (need_work, no_work_available, ...) here.",
+    )
+
+    # Credit (seed 003); per-app options live on the app.
+    credit_by_app = models.BooleanField(default=True, help_text="Keep per-app credit for users and teams.")
+    stats_export = models.BooleanField(default=True, help_text="Write db_dump-style stats files daily.")
+
+    # Keys in BOINC's text format. The private code-signing key may stay off the server.
+    code_sign_public_key = models.TextField(blank=True)
+    code_sign_private_key = models.TextField(
+        blank=True, help_text="Empty if apps are signed offline (signatures uploaded with each file)."
+    )
+    code_sign_key_signature = models.TextField(
+        blank=True, help_text="The current public key signed with the previous private key (rotation)."
+    )
+    upload_public_key = models.TextField(blank=True)
+    upload_private_key = models.TextField(blank=True)
+    paused_daemons = models.JSONField(
+        default=list, blank=True, help_text="Names of periodic daemons paused for this project."
+    )
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("portal:project_home", kwargs={"slug": self.slug})
+
+    # --- URLs the client sees (all derived from one base, so a move is one setting) ---
+    @property
+    def public_base(self) -> str:
+        return (self.base_url or settings.COBBLESTONE_BASE_URL).rstrip("/")
+
+    @property
+    def master_url(self) -> str:
+        return f"{self.public_base}/{self.slug}/"
+
+    @property
+    def scheduler_url(self) -> str:
+        return f"{self.master_url}cgi"
+
+    @property
+    def download_url(self) -> str:
+        return f"{self.master_url}download"
+
+    @property
+    def upload_url(self) -> str:
+        return f"{self.master_url}file_upload_handler"
+
+    # --- Data areas on disk ---
+    @property
+    def data_dir(self) -> Path:
+        return Path(settings.COBBLESTONE_DATA_DIR) / self.slug
+
+    @property
+    def download_dir(self) -> Path:
+        return self.data_dir / "download"
+
+    @property
+    def upload_dir(self) -> Path:
+        return self.data_dir / "upload"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.data_dir / "results"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.data_dir / "archive"
+
+    def is_daemon_paused(self, daemon: str) -> bool:
+        return daemon in (self.paused_daemons or [])
+
+
+class Platform(models.Model):
+    """A client platform (x86_64-pc-linux-gnu, windows_x86_64, ...); shared by all projects."""
+
+    name = models.CharField(max_length=100, unique=True)
+    user_friendly_name = models.CharField(max_length=200, blank=True)
+    deprecated = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DaemonRun(models.Model):
+    """One pass of a back-end daemon (transitioner, validator, feeder, ...) for a project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="daemon_runs", null=True)
+    daemon = models.CharField(max_length=50, db_index=True)
+    started = models.DateTimeField()
+    duration = models.FloatField(default=0, help_text="Seconds")
+    items = models.PositiveIntegerField(default=0, help_text="Rows handled")
+    errors = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started"]
+        indexes = [models.Index(fields=["project", "daemon", "-started"], name="daemonrun_latest")]
+
+    def __str__(self) -> str:
+        return f"{self.daemon} @ {self.started:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,51 @@
+from django.contrib import admin
+
+from apps.volunteers.models import Account, CreditHistory, Team
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "name",
+        "email_addr",
+        "project",
+        "team",
+        "total_credit",
+        "expavg_credit",
+        "create_time",
+    ]
+    list_filter = ["project"]
+    search_fields = ["name", "email_addr", "authenticator"]
+    list_select_related = ["project", "team"]
+    raw_id_fields = ["team"]
+    readonly_fields = [
+        "authenticator",
+        "cross_project_id",
+        "passwd_hash",
+        "total_credit",
+        "expavg_credit",
+        "expavg_time",
+        "create_time",
+    ]
+    show_full_result_count = False
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "type", "founder", "total_credit", "expavg_credit"]
+    list_filter = ["project", "type"]
+    search_fields = ["name"]
+    list_select_related = ["project", "founder"]
+    raw_id_fields = ["founder"]
+    readonly_fields = ["total_credit", "expavg_credit", "expavg_time", "create_time"]
+
+
+@admin.register(CreditHistory)
+class CreditHistoryAdmin(admin.ModelAdmin):
+    list_display = ["day", "account", "team", "total_credit", "expavg_credit"]
+    list_filter = ["project"]
+    date_hierarchy = "day"
+    raw_id_fields = ["account", "team"]
+    list_select_related = ["account", "team"]
+    show_full_result_count = False

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class VolunteersConfig(AppConfig):
+    name = "apps.volunteers"
+    verbose_name = "Volunteers"

@@ -1,0 +1,136 @@
+"""Volunteers: accounts (BOINC's "user" table) per project, teams, credit history."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import models
+from django.db.models import Q
+
+
+def new_authenticator() -> str:
+    """A 32-hex-character account key, as BOINC's random_string() makes."""
+    return secrets.token_hex(16)
+
+
+def passwd_hash(password: str, email_addr: str) -> str:
+    """BOINC's password hash: md5(password + lower(email)), the same the client computes."""
+    return hashlib.md5((password + email_addr.lower()).encode()).hexdigest()
+
+
+class Team(models.Model):
+    """A team of volunteers within one project."""
+
+    class TeamType(models.IntegerChoices):
+        CLUB = 1
+        COMPANY = 2
+        PRIMARY_SCHOOL = 3
+        SECONDARY_SCHOOL = 4
+        JUNIOR_COLLEGE = 5
+        UNIVERSITY = 6
+        GOVERNMENT = 7
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="teams")
+    name = models.CharField(max_length=200)
+    founder = models.ForeignKey(
+        "volunteers.Account", null=True, blank=True, on_delete=models.SET_NULL, related_name="founded_teams"
+    )
+    type = models.PositiveSmallIntegerField(choices=TeamType.choices, default=TeamType.CLUB)
+    url = models.URLField(blank=True)
+    description = models.TextField(blank=True)
+    country = models.CharField(max_length=100, blank=True)
+    create_time = models.DateTimeField(auto_now_add=True)
+    total_credit = models.FloatField(default=0)
+    expavg_credit = models.FloatField(default=0, help_text="Recent average credit (half-life one week)")
+    expavg_time = models.FloatField(default=0, help_text="Unix time of the last RAC update")
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="team_unique_name")]
+        indexes = [models.Index(fields=["project", "-expavg_credit"], name="team_top_rac")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Account(models.Model):
+    """A volunteer's account on one project (BOINC's user row), identified by its authenticator."""
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="accounts")
+    name = models.CharField(max_length=200)
+    email_addr = models.EmailField(max_length=254)
+    passwd_hash = models.CharField(max_length=32, help_text="md5(password + lower(email))")
+    authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
+    cross_project_id = models.CharField(max_length=32, default=new_authenticator)
+    create_time = models.DateTimeField(auto_now_add=True)
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
+    country = models.CharField(max_length=100, blank=True)
+    url = models.URLField(blank=True)
+    show_hosts = models.BooleanField(default=True)
+    stats_export_consent = models.BooleanField(default=True)
+    project_prefs = models.TextField(blank=True, help_text="<project_preferences> body")
+    global_prefs = models.TextField(blank=True)
+    no_gpus = models.BooleanField(default=False, help_text="Project preference: do not use GPUs")
+    no_cpu = models.BooleanField(default=False, help_text="Project preference: do not use the CPU")
+    total_credit = models.FloatField(default=0)
+    expavg_credit = models.FloatField(default=0)
+    expavg_time = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "email_addr"], name="account_unique_email"),
+        ]
+        indexes = [models.Index(fields=["project", "-expavg_credit"], name="account_top_rac")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_password(self, password: str) -> None:
+        self.passwd_hash = passwd_hash(password, self.email_addr)
+
+    def check_passwd_hash(self, candidate: str) -> bool:
+        """The client sends md5(password+email); BOINC also accepts md5(authenticator+email)."""
+        alt = hashlib.md5((self.authenticator + self.email_addr.lower()).encode()).hexdigest()
+        return secrets.compare_digest(candidate, self.passwd_hash) or secrets.compare_digest(candidate, alt)
+
+    @property
+    def email_hash(self) -> str:
+        return hashlib.md5(self.email_addr.lower().encode()).hexdigest()
+
+    @property
+    def public_cpid(self) -> str:
+        """The cross-project id exported to stats sites: md5(cross_project_id + email)."""
+        return hashlib.md5((self.cross_project_id + self.email_addr.lower()).encode()).hexdigest()
+
+
+class CreditHistory(models.Model):
+    """Daily snapshot of a user's or a team's credit, for charts."""
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    account = models.ForeignKey(
+        Account, null=True, blank=True, on_delete=models.CASCADE, related_name="credit_history"
+    )
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.CASCADE, related_name="credit_history"
+    )
+    day = models.DateField()
+    total_credit = models.FloatField(default=0)
+    expavg_credit = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["day"]
+        verbose_name_plural = "credit history"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(account__isnull=False, team__isnull=True)
+                | Q(account__isnull=True, team__isnull=False),
+                name="credithistory_one_owner",
+            ),
+            models.UniqueConstraint(fields=["account", "day"], name="credithistory_user_day"),
+            models.UniqueConstraint(fields=["team", "day"], name="credithistory_team_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.account or self.team} {self.day}"

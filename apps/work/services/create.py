@@ -1,0 +1,286 @@
+"""Work creation (BOINC's create_work): stage input files, create workunits and their results."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from django.db import IntegrityError, transaction
+
+from apps.applications.models import App
+from apps.core import clock
+from apps.core.domain.signing import sign_upload_certificate
+from apps.projects.models import Project
+from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
+from apps.work.domain.states import ServerState
+from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+
+
+class WorkError(ValueError):
+    """A clear, user-facing reason why work could not be created; nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputSpec:
+    """An input file for a workunit: a path to stage, or the name of a file already staged."""
+
+    path: Path | None = None
+    name: str = ""
+    open_name: str = ""
+    copy_file: bool = True
+    sticky: bool = False
+    report_on_rpc: bool = False
+    no_delete: bool = False
+    gzip: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """One output file of every result of the workunit (BOINC's output template entry)."""
+
+    open_name: str = "out"
+    max_nbytes: int = 1_000_000
+    copy_file: bool = True
+    optional: bool = False
+    gzip_when_done: bool = False
+    upload: bool = True
+
+
+DEFAULT_OUTPUTS = (OutputSpec(),)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """Everything create_work needs for one workunit; None means "use the app's default"."""
+
+    name: str = ""
+    inputs: tuple[InputSpec, ...] = ()
+    outputs: tuple[OutputSpec, ...] = DEFAULT_OUTPUTS
+    command_line: str = ""
+    rsc_fpops_est: float | None = None
+    rsc_fpops_bound: float | None = None
+    rsc_memory_bound: float | None = None
+    rsc_disk_bound: float | None = None
+    delay_bound: float | None = None
+    min_quorum: int | None = None
+    target_nresults: int | None = None
+    max_error_results: int | None = None
+    max_total_results: int | None = None
+    max_success_results: int | None = None
+    priority: int = 0
+    batch: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+# BOINC's create_work defaults (tools/backend_lib.h) for the size estimates.
+DEFAULT_FPOPS_EST = 3.6e12
+DEFAULT_FPOPS_BOUND = 8.64e13
+DEFAULT_MEMORY_BOUND = 5e8
+DEFAULT_DISK_BOUND = 1e9
+
+
+def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | None = None) -> InputFile:
+    """Copy an input file into the download area (or find it there) with its md5 and size.
+
+    Paths newly written are appended to ``copied`` so a failed batch can remove them.
+    """
+    if spec.path is None:
+        existing = InputFile.objects.filter(project=project, name=spec.name).first()
+        if existing is None:
+            raise WorkError(f"input file {spec.name!r} is not in the download area")
+        return existing
+    if not spec.path.is_file():
+        raise WorkError(f"input file not found: {spec.path}")
+    name = spec.name or spec.path.name
+    if "/" in name or name.startswith(".") or ".." in name or "%" in name:
+        raise WorkError(f"unsafe input file name {name!r}")
+    data = spec.path.read_bytes()
+    md5 = hashlib.md5(data).hexdigest()
+    existing = InputFile.objects.filter(project=project, name=name).first()
+    if existing is not None:
+        if existing.md5_cksum != md5:
+            raise WorkError(f"a different file named {name!r} is already in the download area")
+        return existing
+    project.download_dir.mkdir(parents=True, exist_ok=True)
+    target = project.download_dir / name
+    if not target.exists():
+        shutil.copyfile(spec.path, target)
+        if copied is not None:
+            copied.append(target)
+    return InputFile.objects.create(
+        project=project,
+        name=name,
+        md5_cksum=md5,
+        nbytes=len(data),
+        sticky=spec.sticky,
+        report_on_rpc=spec.report_on_rpc,
+        no_delete=spec.no_delete,
+        gzip=spec.gzip,
+    )
+
+
+def _check_bounds(values: dict[str, float | int]) -> None:
+    for key, value in values.items():
+        if value is None:
+            continue
+        if value != value or value < 0:
+            raise WorkError(f"{key} must be a non-negative number, got {value}")
+    if values["min_quorum"] < 1:
+        raise WorkError("min_quorum must be at least 1")
+    if values["target_nresults"] < values["min_quorum"]:
+        raise WorkError("target_nresults must be at least min_quorum")
+    if values["rsc_fpops_bound"] < values["rsc_fpops_est"]:
+        raise WorkError("rsc_fpops_bound must be at least rsc_fpops_est")
+    if values["delay_bound"] < 1:
+        raise WorkError("delay_bound must be at least one second")
+    if values["max_total_results"] < values["target_nresults"]:
+        raise WorkError("max_total_results must be at least target_nresults")
+
+
+def _resolve(app: App, job: JobSpec) -> dict[str, float | int]:
+    def pick(value: float | int | None, default: float | int) -> float | int:
+        return default if value is None else value
+
+    target = pick(job.target_nresults, app.target_nresults)
+    return {
+        "rsc_fpops_est": pick(job.rsc_fpops_est, DEFAULT_FPOPS_EST),
+        "rsc_fpops_bound": pick(job.rsc_fpops_bound, DEFAULT_FPOPS_BOUND),
+        "rsc_memory_bound": pick(job.rsc_memory_bound, DEFAULT_MEMORY_BOUND),
+        "rsc_disk_bound": pick(job.rsc_disk_bound, DEFAULT_DISK_BOUND),
+        "delay_bound": pick(job.delay_bound, app.delay_bound),
+        "min_quorum": pick(job.min_quorum, app.min_quorum),
+        "target_nresults": target,
+        "max_error_results": pick(job.max_error_results, app.max_error_results),
+        "max_total_results": pick(job.max_total_results, max(app.max_total_results, target)),
+        "max_success_results": pick(job.max_success_results, app.max_success_results),
+    }
+
+
+def result_create(*, workunit: Workunit, name: str) -> Result:
+    """An UNSENT result of ``workunit`` with its output files (from the workunit's specs)."""
+    result = Result.objects.create(
+        project_id=workunit.project_id,
+        app_id=workunit.app_id,
+        workunit=workunit,
+        name=name,
+        priority=workunit.priority,
+        server_state=ServerState.UNSENT,
+    )
+    upload_key = workunit.project.upload_private_key
+    OutputFile.objects.bulk_create(
+        OutputFile(
+            result=result,
+            name=f"{name}_{i}",
+            # Signed here, off the scheduler's hot path: the certificate never changes.
+            xml_signature=sign_upload_certificate(
+                upload_key, f"{name}_{i}", int(spec.get("max_nbytes", 1_000_000))
+            )
+            if upload_key
+            else "",
+            ordinal=i,
+            open_name=spec.get("open_name", ""),
+            max_nbytes=int(spec.get("max_nbytes", 1_000_000)),
+            copy_file=bool(spec.get("copy_file", True)),
+            optional=bool(spec.get("optional", False)),
+            gzip_when_done=bool(spec.get("gzip_when_done", False)),
+            upload=bool(spec.get("upload", True)),
+        )
+        for i, spec in enumerate(workunit.output_files)
+    )
+    return result
+
+
+def workunit_create(
+    *, project: Project, app: App, job: JobSpec, now: datetime | None = None, create_results: bool = True
+) -> Workunit:
+    """Create one workunit and its first ``target_nresults`` results in one transaction."""
+    jobs = workunits_create(project=project, app=app, jobs=[job], now=now, create_results=create_results)
+    return jobs[0]
+
+
+def workunits_create(
+    *,
+    project: Project,
+    app: App,
+    jobs: list[JobSpec],
+    now: datetime | None = None,
+    create_results: bool = True,
+) -> list[Workunit]:
+    """Create many workunits atomically: either all are created or none (and no file is left)."""
+    if app.project_id != project.id:
+        raise WorkError(f"app {app.name!r} does not belong to project {project.slug}")
+    if app.deprecated:
+        raise WorkError(f"app {app.name!r} is deprecated")
+    now = now or clock.now()
+    created: list[Workunit] = []
+    copied: list[Path] = []
+    try:
+        with transaction.atomic():
+            for n, job in enumerate(jobs):
+                created.append(_create_one(project, app, job, now, n, create_results, copied))
+    except IntegrityError as exc:
+        _remove(copied)
+        raise WorkError(f"a workunit with that name already exists ({exc})") from exc
+    except BaseException:
+        _remove(copied)
+        raise
+    return created
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def _create_one(
+    project: Project, app: App, job: JobSpec, now: datetime, n: int, create_results: bool, copied: list[Path]
+) -> Workunit:
+    values = _resolve(app, job)
+    _check_bounds(values)
+    name = job.name or f"{app.name}_{int(now.timestamp())}_{n}"
+    if "/" in name or not name.strip():
+        raise WorkError(f"invalid workunit name {name!r}")
+    locality_file = ""
+    if project.locality_scheduling and "__" in name:
+        locality_file = file_name_of_workunit(name) or ""
+        try:
+            validate_locality_file_name(locality_file)
+        except ValueError as exc:
+            raise WorkError(f"workunit {name!r}: {exc}") from exc
+    inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]
+    if locality_file:
+        # Seed 004: the large file must be sticky and report_on_rpc so hosts keep and list it.
+        for staged in inputs:
+            if staged.name == locality_file and not (staged.sticky and staged.report_on_rpc):
+                staged.sticky = staged.report_on_rpc = True
+                staged.save(update_fields=["sticky", "report_on_rpc"])
+    wu = Workunit.objects.create(
+        project=project,
+        app=app,
+        name=name,
+        batch=job.batch,
+        priority=job.priority,
+        command_line=job.command_line,
+        output_files=[asdict(spec) for spec in job.outputs],
+        locality_file_name=locality_file,
+        transition_time=now,
+        **values,
+        **job.extra,
+    )
+    WorkunitFileRef.objects.bulk_create(
+        WorkunitFileRef(
+            workunit=wu,
+            file=staged,
+            open_name=spec.open_name or staged.name,
+            copy_file=spec.copy_file,
+            ordinal=i,
+        )
+        for i, (spec, staged) in enumerate(zip(job.inputs, inputs, strict=True))
+    )
+    if create_results:
+        for i in range(wu.target_nresults):
+            result_create(workunit=wu, name=f"{wu.name}_{i}")
+    return wu

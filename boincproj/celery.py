@@ -1,0 +1,50 @@
+"""The Celery application: tasks come from each app's tasks.py, settings from CELERY_*."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincproj.settings")
+
+app = Celery("boincproj")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def ensure_broker_dirs() -> None:
+    """The filesystem transport needs its folders before the first message."""
+    options = app.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+        if options.get(key):
+            Path(options[key]).mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleEntry:
+    name: str
+    task: str
+    every_seconds: int
+    description: str
+
+
+# The default beat schedule, installed into django-celery-beat by `setup_periodic_tasks`
+# so admins see every periodic task in the admin and can pause or re-time it.
+DEFAULT_SCHEDULE: tuple[ScheduleEntry, ...] = (
+    ScheduleEntry("transitioner", "work.transition", 10, "Create and time out results; flag validation."),
+    ScheduleEntry("validator", "work.validate", 10, "Compare results, choose canonical, grant credit."),
+    ScheduleEntry("assimilator", "work.assimilate", 15, "Hand canonical outputs to the project's hook."),
+    ScheduleEntry("file_deleter", "work.file_delete", 60, "Delete files of finished workunits."),
+    ScheduleEntry("db_purge", "work.purge", 3600, "Archive then delete old finished rows."),
+    ScheduleEntry("feeder", "credit.normalize", 600, "Seed 003: recompute pfc_scale and min_avg_pfc."),
+    ScheduleEntry("sequence_deadlines", "work.sequence_deadlines", 300, "Seed 001: relocate late sequences."),
+    ScheduleEntry("working_set", "locality.working_set", 60, "Seed 004: maintain the locality working set."),
+    ScheduleEntry(
+        "update_stats", "credit.update_stats", 86400, "Decay recent average credit; daily history."
+    ),
+    ScheduleEntry("cross_project", "credit.cross_project", 86400, "Seed 003: per-plan-class scale factors."),
+    ScheduleEntry("db_dump", "portal.stats_export", 86400, "Write the stats export files."),
+)

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/v1/", include("apps.scheduler.api.urls")),
+    path("", include("apps.scheduler.urls")),
+    # Project pages last: "/<slug>/..." is each project's BOINC master URL tree.
+    path("", include("apps.portal.urls")),
+]

@@ -1,0 +1,40 @@
+"""Shared fixtures: a few, named for what they give."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | None:
+    """Every test gets its own download/upload/results areas (pure tests need none)."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        return None
+    settings = request.getfixturevalue("settings")
+    settings.COBBLESTONE_DATA_DIR = tmp_path / "data"
+    return settings.COBBLESTONE_DATA_DIR
+
+
+@pytest.fixture
+def now() -> datetime:
+    return datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+
+
+def service_url(name: str) -> str | None:
+    """A real service started by .ci/services.sh (var/services.env), or None."""
+    return os.environ.get(name) or None
+
+
+def require_service(name: str, what: str) -> str:
+    """The URL/path of a real part, or skip with a reason (a failure when CI is set)."""
+    value = service_url(name)
+    if value:
+        return value
+    message = f"{what} is not available ({name} unset; `make test` starts it when it can)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}, and CI is set")
+    pytest.skip(message)

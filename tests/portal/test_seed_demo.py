@@ -1,0 +1,45 @@
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from apps.applications.models import AppVersion
+from apps.projects.models import Project
+from apps.work.domain.states import Outcome, ServerState, ValidateState
+from apps.work.models import Result, WorkSequence
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def demo():
+    call_command("seed_demo", stdout=StringIO())
+    return Project.objects.get(slug="demo")
+
+
+def test_demo_has_cpu_gpu_and_multithread_versions(demo):
+    kinds = set(AppVersion.objects.filter(app__project=demo).values_list("proc_type", "multi_thread"))
+    assert {("CPU", False), ("NVIDIA", False), ("CPU", True)} <= kinds
+
+
+def test_demo_has_work_in_every_state(demo):
+    results = Result.objects.filter(project=demo)
+    assert results.filter(server_state=ServerState.UNSENT).exists()
+    assert results.filter(server_state=ServerState.IN_PROGRESS).exists()
+    assert results.filter(outcome=Outcome.SUCCESS, validate_state=ValidateState.VALID).exists()
+    assert results.filter(outcome=Outcome.CLIENT_ERROR).exists()
+    assert results.filter(outcome=Outcome.NO_REPLY).exists()
+
+
+def test_demo_volunteers_have_credit(demo):
+    assert demo.accounts.filter(total_credit__gt=0).exists()
+
+
+def test_demo_has_sequences_in_several_states(demo):
+    assert WorkSequence.objects.filter(project=demo).values("state").distinct().count() >= 3
+
+
+def test_seed_demo_if_empty_is_idempotent(demo):
+    before = Result.objects.count()
+    call_command("seed_demo", "--if-empty", stdout=StringIO())
+    assert Result.objects.count() == before
