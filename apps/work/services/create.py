@@ -230,6 +230,32 @@ def workunits_create(
     return created
 
 
+def _locality_file(project: Project, wu_name: str, inputs: list[InputFile]) -> str:
+    """Seed 004: a workunit named FILENAME__* uses the large file FILENAME, which is made
+    sticky and report_on_rpc; large-file names may not contain '__'."""
+    for staged in inputs:
+        if "__" in staged.name and (staged.sticky or wu_name.startswith(staged.name)):
+            raise WorkError(
+                f"locality file name {staged.name!r} contains '__', which locality scheduling forbids"
+            )
+    if "__" not in wu_name:
+        return ""
+    file_name = file_name_of_workunit(wu_name) or ""
+    try:
+        validate_locality_file_name(file_name)
+    except ValueError as exc:
+        raise WorkError(f"workunit {wu_name!r}: {exc}") from exc
+    large = next((f for f in inputs if f.name == file_name), None)
+    if large is None:
+        raise WorkError(
+            f"workunit {wu_name!r} must use an input file named {file_name!r} (FILENAME__* naming)"
+        )
+    if not (large.sticky and large.report_on_rpc):
+        large.sticky = large.report_on_rpc = True
+        large.save(update_fields=["sticky", "report_on_rpc"])
+    return file_name
+
+
 def _remove(paths: list[Path]) -> None:
     for path in paths:
         path.unlink(missing_ok=True)
@@ -243,20 +269,8 @@ def _create_one(
     name = job.name or f"{app.name}_{int(now.timestamp())}_{n}"
     if "/" in name or not name.strip():
         raise WorkError(f"invalid workunit name {name!r}")
-    locality_file = ""
-    if project.locality_scheduling and "__" in name:
-        locality_file = file_name_of_workunit(name) or ""
-        try:
-            validate_locality_file_name(locality_file)
-        except ValueError as exc:
-            raise WorkError(f"workunit {name!r}: {exc}") from exc
     inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]
-    if locality_file:
-        # Seed 004: the large file must be sticky and report_on_rpc so hosts keep and list it.
-        for staged in inputs:
-            if staged.name == locality_file and not (staged.sticky and staged.report_on_rpc):
-                staged.sticky = staged.report_on_rpc = True
-                staged.save(update_fields=["sticky", "report_on_rpc"])
+    locality_file = _locality_file(project, name, inputs) if project.locality_scheduling else ""
     wu = Workunit.objects.create(
         project=project,
         app=app,

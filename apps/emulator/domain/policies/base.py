@@ -1,0 +1,123 @@
+"""What every client policy provides to the simulator, and helpers they share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from apps.core.domain.resources import ProcType
+from apps.emulator.domain.server import SentJob, WorkRequest
+from apps.emulator.domain.state import ClientState, SimJob
+
+_EPS = 1e-9
+
+# (project, resource type) -> instance-seconds used in the last simulation step
+Usage = Mapping[tuple[str, ProcType], float]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchChoice:
+    """A work-fetch decision: which project to ask and what to ask it for."""
+
+    project: str
+    request: WorkRequest
+    reason: str
+
+
+class ClientPolicy(Protocol):
+    """The three decisions a BOINC client makes, plus the accounting they depend on."""
+
+    name: str
+
+    def attach(self, state: ClientState, project: str) -> None:
+        """A project was attached (at ``state.now``)."""
+
+    def account(self, state: ClientState, dt: float, used: Usage) -> None:
+        """``dt`` seconds have passed, during which each project used ``used``."""
+
+    def work_fetch(self, state: ClientState) -> FetchChoice | None:
+        """Whether to make a scheduler RPC now, to which project, asking for what."""
+
+    def handle_reply(self, state: ClientState, choice: FetchChoice, jobs: tuple[SentJob, ...]) -> None:
+        """The RPC of ``choice`` returned ``jobs`` (already queued on the host)."""
+
+    def schedule(self, state: ClientState, preempt: bool) -> None:
+        """Set ``running`` on the jobs to run; without ``preempt`` only fill idle instances."""
+
+    def next_wakeup(self, state: ClientState) -> float | None:
+        """The next time the policy wants to be asked again (a backoff ends, a buffer runs low)."""
+
+
+def job_order_key(job: SimJob) -> tuple[bool, bool, float, int]:
+    """Seed 002's preference: running before preempted before new, new by earliest deadline."""
+    return (not job.running, not job.started, job.deadline, job.key)
+
+
+def fill_resource(
+    state: ClientState,
+    proc: ProcType,
+    *,
+    preempt: bool,
+    keep: Callable[[SimJob], bool],
+    urgent: frozenset[int],
+    pick_project: Callable[[set[str]], str],
+    on_pick: Callable[[SimJob], None],
+) -> set[int]:
+    """Choose the jobs to run on one resource type; return their keys.
+
+    Order, as BOINC's run list: without preemption everything running stays; then jobs in
+    deadline danger by earliest deadline; then running jobs ``keep`` says are inside their
+    time slice; then, repeatedly, the job of the project ``pick_project`` names (its
+    running, then preempted, then earliest-deadline new job).
+    ``on_pick`` lets the policy update its anticipated debt or temporary REC.
+    """
+    capacity = float(state.ninstances(proc))
+    jobs = sorted(state.jobs_for(proc), key=job_order_key)
+    chosen: set[int] = set()
+
+    def take(job: SimJob) -> None:
+        nonlocal capacity
+        if job.key not in chosen and job.usage <= capacity + _EPS:
+            chosen.add(job.key)
+            capacity -= job.usage
+
+    if not preempt:
+        for job in jobs:
+            if job.running:
+                take(job)
+    for job in sorted((j for j in jobs if j.key in urgent), key=lambda j: (j.deadline, j.key)):
+        take(job)
+    if preempt:
+        for job in jobs:
+            if job.running and keep(job):
+                take(job)
+    pending: dict[str, list[SimJob]] = {}
+    for job in jobs:
+        if job.key not in chosen:
+            pending.setdefault(job.project, []).append(job)
+    while capacity > _EPS and pending:
+        project = pick_project(set(pending))
+        job = pending[project].pop(0)
+        if not pending[project]:
+            del pending[project]
+        if job.usage <= capacity + _EPS:
+            take(job)
+            on_pick(job)
+    return chosen
+
+
+def apply_run_set(state: ClientState, proc: ProcType, chosen: Iterable[int]) -> None:
+    """Start, resume or preempt the jobs of one resource type to match ``chosen``."""
+    keys = set(chosen)
+    for job in state.jobs_for(proc):
+        should_run = job.key in keys
+        if should_run and not job.running:
+            job.slice_start = state.now
+            job.started = True
+        job.running = should_run
+
+
+def backoff_wakeup(times: Iterable[float], now: float) -> float | None:
+    future = [t for t in times if t > now]
+    return min(future) if future else None

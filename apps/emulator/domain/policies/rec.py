@@ -1,0 +1,172 @@
+"""Today's client ("rec", BOINC 7+, boinc-facts 1.5): recent estimated credit and hysteresis.
+
+Debt is replaced by REC, an exponentially weighted average (half-life 10 days by default)
+of the credit each project's jobs would earn at peak speed, counting a coprocessor at its
+speed relative to the CPU. A project's priority is minus its fraction of the total REC
+divided by its fraction of the resource shares.
+
+Work fetch runs the round-robin simulation and acts only when some resource would go idle
+within ``work_buf_min`` (hysteresis); the highest-priority project that can fetch that
+resource then asks to fill it up to ``work_buf_total``, plus any other resource it is the
+best fetcher for and which is not full. Per-(project, resource) backoff is seed 000's.
+
+Scheduling, per resource type: jobs in deadline danger first (earliest deadline), jobs in
+an unfinished time slice stay, then jobs are taken one at a time from the highest-priority
+project, each pick raising that project's temporary REC by about an hour of the host's
+credit scaled by the job's part of the host's peak speed, which interleaves projects.
+
+Not modelled: max_concurrent, GPU exclusions, the one-second first-contact request, the
+zero-share project's one-instance fetch, and the ``fetchable_share`` term of
+``req_instances`` (this asks for the idle instances). A coprocessor's credit uses the
+scenario's FLOPS as given, not the real client's assumed 20% GPU efficiency.
+"""
+
+from __future__ import annotations
+
+import math
+
+from apps.core.domain.resources import COBBLESTONE_SCALE, FETCH_ORDER, ProcType
+from apps.emulator.domain.backoff import Backoff
+from apps.emulator.domain.model import DAY
+from apps.emulator.domain.policies.base import (
+    FetchChoice,
+    Usage,
+    apply_run_set,
+    backoff_wakeup,
+    fill_resource,
+)
+from apps.emulator.domain.policies.v6_gpu import handle_resource_backoffs
+from apps.emulator.domain.rr_sim import RRResult
+from apps.emulator.domain.server import SentJob, WorkRequest
+from apps.emulator.domain.state import ClientState, SimJob
+
+MIN_WORK_BUF = 180.0  # WF_EST_FETCH_TIME: work_buf_min is never below this
+
+
+def update_rec(rec: float, credit: float, dt: float, half_life: float) -> float:
+    """One step of the exponential average of credit per day (BOINC's update_average form)."""
+    if dt <= 0:
+        return rec
+    weight = math.exp(-dt * math.log(2) / half_life)
+    return rec * weight + (1 - weight) * credit / dt * DAY
+
+
+def project_priority(rec: float, rec_sum: float, share: float, share_sum: float) -> float:
+    """``-rec_frac / share_frac``; a zero-share project always comes last."""
+    rec_frac = rec / rec_sum if rec_sum > 0 else 0.0
+    if share <= 0 or share_sum <= 0:
+        return -1000.0 - rec_frac
+    return -rec_frac / (share / share_sum)
+
+
+class RecPolicy:
+    name = "rec"
+
+    def __init__(self) -> None:
+        self.rec: dict[str, float] = {}
+        self.backoff: dict[tuple[str, ProcType], Backoff] = {}
+
+    def attach(self, state: ClientState, project: str) -> None:
+        self.rec[project] = 0.0
+        for proc in state.proc_types:
+            self.backoff[(project, proc)] = Backoff()
+
+    def account(self, state: ClientState, dt: float, used: Usage) -> None:
+        flops = {r.proc_type: r.flops for r in state.host.resources}
+        for p in state.attached():
+            credit = sum(used.get((p.name, proc), 0.0) * flops[proc] * COBBLESTONE_SCALE for proc in flops)
+            self.rec[p.name] = update_rec(self.rec[p.name], credit, dt, state.prefs.rec_half_life)
+
+    def priorities(self, state: ClientState, projects: list[str], rec: dict[str, float]) -> dict[str, float]:
+        shares = {p: state.projects[p].resource_share for p in projects}
+        rec_sum = sum(rec[p] for p in projects)
+        share_sum = sum(shares.values())
+        return {p: project_priority(rec[p], rec_sum, shares[p], share_sum) for p in projects}
+
+    # -- work fetch -------------------------------------------------------------------
+
+    def work_fetch(self, state: ClientState) -> FetchChoice | None:
+        prefs = state.prefs
+        buf_min = max(prefs.work_buf_min, MIN_WORK_BUF)
+        buf_total = max(prefs.work_buf_total, buf_min)
+        rr = state.rr_sim(buf_total)
+        procs = [p for p in FETCH_ORDER if state.ninstances(p) > 0]
+        low = [p for p in procs if rr.resources[p].saturated_time < buf_min]
+        if not low:
+            return None
+        names = [p.name for p in state.attached()]
+        priority = self.priorities(state, names, self.rec)
+        peak = state.host.total_peak_flops
+        for name in names:
+            # The fetch priority also counts the work already queued for the project.
+            queued = sum(max(j.fpops_est - j.done_fpops, 0.0) for j in state.jobs if j.project == name)
+            priority[name] -= queued / (buf_total * peak)
+        ranked = sorted(names, key=lambda p: (-priority[p], p))
+        for name in ranked:
+            fetchable = [proc for proc in low if self._can_fetch(state, name, proc)]
+            if not fetchable:
+                continue
+            extra = {
+                proc
+                for proc in procs
+                if rr.resources[proc].saturated_time < buf_total
+                and self._best_fetcher(state, ranked, proc) == name
+            }
+            return FetchChoice(name, self._request(state, rr, set(fetchable) | extra), "buffer low")
+        return None
+
+    def _can_fetch(self, state: ClientState, project: str, proc: ProcType) -> bool:
+        return state.projects[project].resource_share > 0 and not self.backoff[(project, proc)].is_backed_off(
+            state.now
+        )
+
+    def _best_fetcher(self, state: ClientState, ranked: list[str], proc: ProcType) -> str | None:
+        return next((p for p in ranked if self._can_fetch(state, p, proc)), None)
+
+    def _request(self, state: ClientState, rr: RRResult, procs: set[ProcType]) -> WorkRequest:
+        req_secs = {p: max(rr.resources[p].shortfall, 1.0) for p in procs}
+        req_instances = {p: rr.resources[p].nidle_now for p in procs}
+        delay = {p: rr.resources[p].saturated_time for p in state.proc_types}
+        return WorkRequest(req_secs=req_secs, req_instances=req_instances, estimated_delay=delay)
+
+    def handle_reply(self, state: ClientState, choice: FetchChoice, jobs: tuple[SentJob, ...]) -> None:
+        handle_resource_backoffs(self.backoff, state, choice, jobs)
+
+    # -- CPU scheduling ---------------------------------------------------------------
+
+    def schedule(self, state: ClientState, preempt: bool) -> None:
+        prefs = state.prefs
+        urgent = state.rr_sim(max(prefs.work_buf_total, MIN_WORK_BUF)).deadline_misses
+        period = prefs.cpu_scheduling_period
+        peak = state.host.total_peak_flops
+        flops = {r.proc_type: r.flops for r in state.host.resources}
+        runnable = sorted({j.project for j in state.jobs})
+        temp_rec = {p: self.rec[p] for p in runnable}
+        rec_sum = sum(temp_rec.values())
+        for proc in state.proc_types:
+
+            def pick(projects: set[str]) -> str:
+                priority = self.priorities(state, sorted(projects), temp_rec)
+                return max(projects, key=lambda p: (priority[p], p))
+
+            def bump(job: SimJob) -> None:
+                # About one hour of credit at the job's part of the host's peak speed.
+                temp_rec[job.project] += flops[job.proc_type] * job.usage / peak * rec_sum / 24
+
+            chosen = fill_resource(
+                state,
+                proc,
+                preempt=preempt,
+                keep=lambda j: state.now - j.slice_start < period,
+                urgent=urgent,
+                pick_project=pick,
+                on_pick=bump,
+            )
+            apply_run_set(state, proc, chosen)
+
+    def next_wakeup(self, state: ClientState) -> float | None:
+        buf_min = max(state.prefs.work_buf_min, MIN_WORK_BUF)
+        rr = state.rr_sim(max(state.prefs.work_buf_total, buf_min))
+        times = [b.until for b in self.backoff.values()]
+        times += [state.now + o.saturated_time - buf_min for o in rr.resources.values()]
+        return backoff_wakeup(times, state.now + 1.0)

@@ -1,0 +1,166 @@
+"""Client 4.x ("v4", seed 002): CPU scheduling by debt, work fetch by ETTPRC.
+
+This client knows only CPUs: it schedules CPU jobs, sends old-style requests with a single
+``work_req_seconds`` and reports no coprocessors, so servers send it CPU jobs only and any
+GPU stays idle.
+
+Two choices the seed leaves open: the anticipated debt of a project drops by one
+scheduling period per job it is given (the seed's ``total_work_done_this_period / ncpus``
+is zero on the first pass and tiny after an event, which would hand every CPU to one
+project); and, since seed 002 makes one RPC at a time, the project asked is the one with
+the largest work request. A request that brings no job backs the project off for 1 min
+doubling up to 4 h, this client's only backoff.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import IntEnum
+
+from apps.core.domain.resources import ProcType
+from apps.emulator.domain.backoff import (
+    MAX_RPC_BACKOFF,
+    MIN_RPC_BACKOFF,
+    Backoff,
+    backoff_after_no_work,
+    backoff_cleared,
+)
+from apps.emulator.domain.debt import update_v4_debts
+from apps.emulator.domain.policies.base import (
+    FetchChoice,
+    Usage,
+    apply_run_set,
+    backoff_wakeup,
+    fill_resource,
+)
+from apps.emulator.domain.server import SentJob, WorkRequest
+from apps.emulator.domain.state import ClientState, SimJob
+
+MIN_CONNECTION_PERIOD = 180.0  # a zero T would never ask for work before starving
+
+
+class Urgency(IntEnum):
+    DONT_NEED_WORK = 0
+    NEED_WORK = 1
+    NEED_WORK_IMMEDIATELY = 2
+
+
+def min_results(ncpus: int, share: float, total_share: float) -> int:
+    """Results project P needs so the CPU scheduler is not starved: ceil(ncpus * share)."""
+    return math.ceil(ncpus * share / total_share) if total_share > 0 else 0
+
+
+def ettprc(cpu_times_by_deadline: list[float], k: int, avg_proc_rate: float) -> float:
+    """Estimated time until the project has ``k`` results left (seed 002's pseudocode).
+
+    ``cpu_times_by_deadline`` holds the estimated CPU time of each runnable result in
+    increasing deadline order; the ``k`` latest-deadline ones are skipped.
+    """
+    if avg_proc_rate <= 0:
+        return 0.0
+    kept = cpu_times_by_deadline[: max(len(cpu_times_by_deadline) - max(k, 0), 0)]
+    return sum(kept) / avg_proc_rate
+
+
+def compute_work_request(
+    queues: dict[str, list[float]],
+    shares: dict[str, float],
+    *,
+    ncpus: int,
+    connection_period: float,
+    active_frac: float = 1.0,
+) -> tuple[Urgency, dict[str, float]]:
+    """Seed 002's ``compute_work_request``: urgency and each project's work request (CPU s)."""
+    total_share = sum(shares.values())
+    urgency = Urgency.DONT_NEED_WORK
+    requests = dict.fromkeys(queues, 0.0)
+    for project, times in queues.items():
+        rate = shares[project] / total_share * ncpus * active_frac if total_share > 0 else 0.0
+        if rate <= 0:
+            continue
+        starvation = ettprc(times, min_results(ncpus, shares[project], total_share) - 1, rate)
+        if starvation < connection_period:
+            level = Urgency.NEED_WORK_IMMEDIATELY if starvation == 0 else Urgency.NEED_WORK
+            urgency = max(urgency, level)
+            requests[project] = max(0.0, (2 * connection_period - starvation) * rate)
+    if urgency is Urgency.DONT_NEED_WORK:
+        requests = dict.fromkeys(queues, 0.0)
+    return urgency, requests
+
+
+class V4Policy:
+    name = "v4"
+
+    def __init__(self) -> None:
+        self.debt: dict[str, float] = {}
+        self.rpc_backoff: dict[str, Backoff] = {}
+
+    def attach(self, state: ClientState, project: str) -> None:
+        self.debt[project] = 0.0
+        self.rpc_backoff[project] = Backoff()
+
+    def account(self, state: ClientState, dt: float, used: Usage) -> None:
+        projects = [p.name for p in state.attached()]
+        self.debt = update_v4_debts(
+            {p: self.debt[p] for p in projects},
+            shares={p: state.projects[p].resource_share for p in projects},
+            work_done={p: used.get((p, ProcType.CPU), 0.0) for p in projects},
+            runnable={p for p in projects if state.has_runnable(p, ProcType.CPU)},
+        )
+
+    def work_fetch(self, state: ClientState) -> FetchChoice | None:
+        cpu_flops = state.host.cpu.flops
+        queues: dict[str, list[float]] = {p.name: [] for p in state.attached()}
+        for job in sorted(state.jobs_for(ProcType.CPU), key=lambda j: (j.deadline, j.key)):
+            if job.project in queues:
+                queues[job.project].append(max(job.fpops_est - job.done_fpops, 0.0) / cpu_flops)
+        urgency, requests = compute_work_request(
+            queues,
+            {p.name: p.resource_share for p in state.attached()},
+            ncpus=state.ninstances(ProcType.CPU),
+            connection_period=max(state.prefs.v4_connection_period, MIN_CONNECTION_PERIOD),
+        )
+        candidates = [
+            p for p, r in requests.items() if r > 0 and not self.rpc_backoff[p].is_backed_off(state.now)
+        ]
+        if urgency is Urgency.DONT_NEED_WORK or not candidates:
+            return None
+        project = max(candidates, key=lambda p: (requests[p], p))
+        request = WorkRequest(work_req_seconds=requests[project], rsc_spec_request=False)
+        return FetchChoice(project, request, urgency.name)
+
+    def handle_reply(self, state: ClientState, choice: FetchChoice, jobs: tuple[SentJob, ...]) -> None:
+        if jobs:
+            self.rpc_backoff[choice.project] = backoff_cleared()
+        else:
+            self.rpc_backoff[choice.project] = backoff_after_no_work(
+                self.rpc_backoff[choice.project],
+                now=state.now,
+                u=state.rng.random(),
+                min_interval=MIN_RPC_BACKOFF,
+                max_interval=MAX_RPC_BACKOFF,
+            )
+
+    def schedule(self, state: ClientState, preempt: bool) -> None:
+        period = state.prefs.cpu_scheduling_period
+        anticipated = dict(self.debt)
+
+        def pick(projects: set[str]) -> str:
+            return max(projects, key=lambda p: (anticipated.get(p, 0.0), p))
+
+        def charge(job: SimJob) -> None:
+            anticipated[job.project] = anticipated.get(job.project, 0.0) - period * job.usage
+
+        chosen = fill_resource(
+            state,
+            ProcType.CPU,
+            preempt=preempt,
+            keep=lambda j: state.now - j.slice_start < period,
+            urgent=frozenset(),  # seed 002 has no deadline-danger mode
+            pick_project=pick,
+            on_pick=charge,
+        )
+        apply_run_set(state, ProcType.CPU, chosen)
+
+    def next_wakeup(self, state: ClientState) -> float | None:
+        return backoff_wakeup((b.until for b in self.rpc_backoff.values()), state.now + 1.0)

@@ -1,0 +1,110 @@
+"""BOINC's create_work: create workunits (and their first results) from templates and files."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.applications.models import App
+from apps.projects.models import Project
+from apps.work.services import JobSpec, WorkError, workunits_create
+from apps.work.services.templates import job_from_templates, load_input_template, load_output_template
+
+FLOAT_OPTS = ("rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound", "delay_bound")
+INT_OPTS = (
+    "min_quorum",
+    "target_nresults",
+    "max_error_results",
+    "max_total_results",
+    "max_success_results",
+    "priority",
+    "batch",
+)
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    """The per-job options BOINC's create_work takes (also valid on each --stdin line)."""
+    parser.add_argument("--wu_name")
+    parser.add_argument("--command_line")
+    for opt in FLOAT_OPTS:
+        parser.add_argument(f"--{opt}", type=float)
+    for opt in INT_OPTS:
+        parser.add_argument(f"--{opt}", type=int)
+    parser.add_argument("infiles", nargs="*", help="input files, in the input template's order")
+
+
+def job_options(ns: argparse.Namespace) -> dict[str, object]:
+    options: dict[str, object] = {k: getattr(ns, k) for k in (*FLOAT_OPTS, *INT_OPTS)}
+    options["name"] = ns.wu_name
+    options["command_line"] = ns.command_line
+    for key, value in options.items():
+        if isinstance(value, int | float) and (value != value or value < 0):
+            raise CommandError(f"--{key} must be a non-negative number")
+    return options
+
+
+class Command(BaseCommand):
+    help = (
+        "Create jobs: create_work --project SLUG --appname NAME [--wu_name NAME] [--wu_template F] "
+        "[--result_template F] [--rsc_fpops_est X ...] [--stdin] [INPUT_FILE ...]"
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--project", required=True)
+        parser.add_argument("--appname", required=True)
+        parser.add_argument("--wu_template", type=Path)
+        parser.add_argument("--result_template", type=Path)
+        parser.add_argument(
+            "--stdin", action="store_true", help="one job per line: per-job options and files"
+        )
+        add_job_options(parser)
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        project = Project.objects.filter(slug=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project with slug {opts['project']!r}")
+        app = App.objects.filter(project=project, name=opts["appname"]).first()
+        if app is None:
+            raise CommandError(f"no app named {opts['appname']!r} in project {project.slug}")
+        try:
+            in_t = load_input_template(opts["wu_template"]) if opts["wu_template"] else None
+            out_t = load_output_template(opts["result_template"]) if opts["result_template"] else None
+            defaults = job_options(argparse.Namespace(**opts))
+            jobs = (
+                self._stdin_jobs(in_t, out_t, defaults)
+                if opts["stdin"]
+                else [self._job(in_t, out_t, [Path(p) for p in opts["infiles"]], defaults)]
+            )
+            created = workunits_create(project=project, app=app, jobs=jobs)
+        except WorkError as exc:
+            raise CommandError(str(exc)) from exc
+        for wu in created[:5]:
+            self.stdout.write(f"created workunit {wu.name}")
+        self.stdout.write(self.style.SUCCESS(f"Created {len(created)} workunit(s)."))
+
+    def _job(self, in_t: Any, out_t: Any, infiles: list[Path], options: dict[str, object]) -> JobSpec:
+        return job_from_templates(
+            input_template=in_t, output_template=out_t, infiles=infiles, options=options
+        )
+
+    def _stdin_jobs(self, in_t: Any, out_t: Any, defaults: dict[str, object]) -> list[JobSpec]:
+        parser = argparse.ArgumentParser(prog="create_work --stdin line", exit_on_error=False, add_help=False)
+        add_job_options(parser)
+        jobs = []
+        for lineno, line in enumerate(sys.stdin, start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                ns = parser.parse_args(shlex.split(line))
+            except (argparse.ArgumentError, ValueError, SystemExit) as exc:
+                raise CommandError(f"stdin line {lineno}: {exc}") from exc
+            options = {**defaults, **{k: v for k, v in job_options(ns).items() if v is not None}}
+            jobs.append(self._job(in_t, out_t, [Path(p) for p in ns.infiles], options))
+        if not jobs:
+            raise CommandError("--stdin given but no job lines were read")
+        return jobs

@@ -1,0 +1,192 @@
+import hashlib
+import io
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.applications.services import app_create
+from apps.projects.services import project_create
+from apps.work.domain.states import ServerState
+from apps.work.models import InputFile, OutputFile, Result, Workunit
+
+pytestmark = pytest.mark.django_db
+
+WU_TEMPLATE = """<input_template>
+  <file_info><number>0</number></file_info>
+  <workunit>
+    <file_ref><file_number>0</file_number><open_name>in.txt</open_name><copy_file/></file_ref>
+    <command_line>--fast</command_line>
+    <rsc_fpops_est>2e12</rsc_fpops_est>
+    <rsc_fpops_bound>2e14</rsc_fpops_bound>
+    <min_quorum>2</min_quorum>
+    <target_nresults>2</target_nresults>
+    <max_total_results>5</max_total_results>
+  </workunit>
+</input_template>"""
+
+RESULT_TEMPLATE = """<output_template>
+  <file_info><name><OUTFILE_0/></name><generated_locally/><upload_when_present/>
+    <max_nbytes>5000</max_nbytes><url><UPLOAD_URL/></url></file_info>
+  <result><file_ref><file_name><OUTFILE_0/></file_name><open_name>result.dat</open_name><copy_file/></file_ref></result>
+</output_template>"""
+
+
+@pytest.fixture
+def project():
+    project = project_create(slug="cw", name="Create Work").project
+    app_create(project=project, name="sim")
+    return project
+
+
+@pytest.fixture
+def files(tmp_path: Path):
+    (tmp_path / "wu.xml").write_text(WU_TEMPLATE)
+    (tmp_path / "res.xml").write_text(RESULT_TEMPLATE)
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "b.txt").write_text("beta\n")
+    return tmp_path
+
+
+def create(*args: str, stdin: str | None = None, monkeypatch=None) -> str:
+    out = StringIO()
+    call_command("create_work", "--project", "cw", "--appname", "sim", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_create_work_with_templates_creates_the_workunit_and_its_results(project, files):
+    create(
+        "--wu_name",
+        "job1",
+        "--wu_template",
+        str(files / "wu.xml"),
+        "--result_template",
+        str(files / "res.xml"),
+        str(files / "a.txt"),
+    )
+    wu = Workunit.objects.get(name="job1")
+    assert (wu.min_quorum, wu.target_nresults, wu.rsc_fpops_est, wu.command_line) == (2, 2, 2e12, "--fast")
+    assert Result.objects.filter(workunit=wu, server_state=ServerState.UNSENT).count() == 2
+    assert wu.file_refs.get().open_name == "in.txt"
+    output = OutputFile.objects.filter(result__workunit=wu).first()
+    assert (output.open_name, output.max_nbytes) == ("result.dat", 5000)
+
+
+def test_input_files_are_copied_to_the_download_area_with_md5_and_size(project, files):
+    create("--wu_name", "job1", str(files / "a.txt"))
+    staged = InputFile.objects.get(name="a.txt")
+    assert (staged.nbytes, staged.md5_cksum) == (6, hashlib.md5(b"alpha\n").hexdigest())
+    assert (project.download_dir / "a.txt").read_text() == "alpha\n"
+
+
+def test_command_line_options_override_the_template(project, files):
+    create(
+        "--wu_name",
+        "job1",
+        "--wu_template",
+        str(files / "wu.xml"),
+        "--rsc_fpops_est",
+        "7e12",
+        str(files / "a.txt"),
+    )
+    assert Workunit.objects.get(name="job1").rsc_fpops_est == 7e12
+
+
+def test_stdin_creates_many_jobs_in_one_call(project, files, monkeypatch):
+    lines = f"--wu_name j1 {files / 'a.txt'}\n--wu_name j2 --priority 5 {files / 'b.txt'}\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    create("--stdin", "--wu_template", str(files / "wu.xml"))
+    assert sorted(Workunit.objects.values_list("name", "priority")) == [("j1", 0), ("j2", 5)]
+
+
+def test_bad_stdin_line_creates_nothing(project, files, monkeypatch):
+    lines = f"--wu_name j1 {files / 'a.txt'}\n--wu_name j2 --rsc_fpops_est -1 {files / 'b.txt'}\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    with pytest.raises(CommandError, match="must be a non-negative number"):
+        create("--stdin")
+    assert Workunit.objects.count() == 0
+
+
+def test_unknown_app_is_a_clear_error(project):
+    with pytest.raises(CommandError, match="no app named 'ghost'"):
+        call_command("create_work", "--project", "cw", "--appname", "ghost", stdout=StringIO())
+
+
+def test_missing_input_file_creates_nothing_and_copies_nothing(project, files):
+    with pytest.raises(CommandError, match="input file not found"):
+        create("--wu_name", "job1", str(files / "a.txt"), str(files / "absent.txt"))
+    assert Workunit.objects.count() == 0
+    assert not (project.download_dir / "a.txt").exists()
+
+
+def test_negative_bound_is_refused(project, files):
+    with pytest.raises(CommandError, match="must be a non-negative number"):
+        create("--wu_name", "job1", "--delay_bound", "-100")
+    assert Workunit.objects.count() == 0
+
+
+def test_bound_below_estimate_is_refused(project):
+    with pytest.raises(CommandError, match="rsc_fpops_bound must be at least rsc_fpops_est"):
+        create("--wu_name", "job1", "--rsc_fpops_est", "1e13", "--rsc_fpops_bound", "1e12")
+
+
+def test_template_file_count_must_match_the_input_files(project, files):
+    with pytest.raises(CommandError, match="has 1 file"):
+        create("--wu_template", str(files / "wu.xml"), str(files / "a.txt"), str(files / "b.txt"))
+
+
+def test_a_different_file_with_the_same_name_is_refused(project, files, tmp_path):
+    create("--wu_name", "job1", str(files / "a.txt"))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("different\n")
+    with pytest.raises(CommandError, match=r"a different file named 'a\.txt'"):
+        create("--wu_name", "job2", str(other / "a.txt"))
+
+
+def test_duplicate_workunit_name_is_refused(project, files):
+    create("--wu_name", "job1")
+    with pytest.raises(CommandError, match="already exists"):
+        create("--wu_name", "job1")
+    assert Workunit.objects.count() == 1
+
+
+def test_locality_file_names_with_double_underscore_are_refused(project, files):
+    project.locality_scheduling = True
+    project.save()
+    (files / "big__file.dat").write_text("data")
+    with pytest.raises(CommandError, match="contains '__'"):
+        create("--wu_name", "big__file.dat__1", str(files / "big__file.dat"))
+    assert Workunit.objects.count() == 0
+
+
+def test_locality_workunit_makes_its_large_file_sticky_and_report_on_rpc(project, files):
+    project.locality_scheduling = True
+    project.save()
+    (files / "h1_0100.dat").write_text("large data")
+    create("--wu_name", "h1_0100.dat__0001", str(files / "h1_0100.dat"))
+    staged = InputFile.objects.get(name="h1_0100.dat")
+    assert (staged.sticky, staged.report_on_rpc) == (True, True)
+    assert Workunit.objects.get().locality_file_name == "h1_0100.dat"
+
+
+def test_locality_workunit_without_its_named_file_is_refused(project, files):
+    project.locality_scheduling = True
+    project.save()
+    with pytest.raises(CommandError, match=r"must use an input file named 'h1_0200\.dat'"):
+        create("--wu_name", "h1_0200.dat__0001", str(files / "a.txt"))
+
+
+def test_cancel_jobs_by_batch_withdraws_unsent_results(project, files):
+    create("--wu_name", "j1", "--batch", "7")
+    create("--wu_name", "j2", "--batch", "8")
+    call_command("cancel_jobs", "--project", "cw", "--batch", "7", stdout=StringIO())
+    assert Workunit.objects.get(name="j1").is_cancelled is True
+    assert Workunit.objects.get(name="j2").is_cancelled is False
+    assert Result.objects.get(workunit__name="j1").server_state == ServerState.OVER
+
+
+def test_cancel_jobs_unknown_name_is_an_error(project):
+    with pytest.raises(CommandError, match="no such workunit"):
+        call_command("cancel_jobs", "--project", "cw", "--wu_name", "nope", stdout=StringIO())
