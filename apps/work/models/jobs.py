@@ -54,6 +54,9 @@ class Workunit(models.Model):
         null=True, blank=True, db_index=True, help_text="When the transitioner next looks; empty = never"
     )
     error_mask = models.PositiveIntegerField(default=0)
+    transitioner_flags = models.PositiveSmallIntegerField(
+        default=0, help_text="BOINC's: 1 = no transitions (broadcast), 2 = no new results (sequence steps)"
+    )
     file_delete_state = models.PositiveSmallIntegerField(
         choices=enum_choices(FileDeleteState), default=FileDeleteState.INIT
     )
