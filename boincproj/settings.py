@@ -134,7 +134,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"transaction_mode": "IMMEDIATE", "timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"}
     )
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # A file (not memory) so live-server and concurrency tests share it across threads;
+    # one per process so concurrent test runs never share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+else:
+    # One test database per process, so concurrent test runs on one server never collide.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default'].get('NAME') or 'db'}_{os.getpid()}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -1,0 +1,56 @@
+from rest_framework import serializers
+
+from apps.hosts.models import Host
+from apps.volunteers.models import Account, Team
+
+
+class UserSerializer(serializers.ModelSerializer):
+    cpid = serializers.CharField(source="public_cpid", read_only=True)
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Account
+        fields = ["id", "name", "country", "create_time", "total_credit", "expavg_credit", "cpid", "team"]
+
+
+class HostSerializer(serializers.ModelSerializer):
+    owner = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Host
+        fields = [
+            "id",
+            "owner",
+            "p_ncpus",
+            "p_vendor",
+            "p_model",
+            "p_fpops",
+            "os_name",
+            "os_version",
+            "total_credit",
+            "expavg_credit",
+            "create_time",
+            "rpc_time",
+        ]
+
+    def get_owner(self, host: Host) -> int | None:
+        return host.account_id if host.account.show_hosts else None
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    founder = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Team
+        fields = [
+            "id",
+            "name",
+            "type",
+            "founder",
+            "country",
+            "url",
+            "description",
+            "create_time",
+            "total_credit",
+            "expavg_credit",
+        ]

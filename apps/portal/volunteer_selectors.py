@@ -1,0 +1,97 @@
+"""Read queries behind the volunteer pages; each page is a handful of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Avg, Count, Q, QuerySet, Sum
+
+from apps.credit.models import UserAppCredit
+from apps.hosts.models import Host, HostAppVersion
+from apps.projects.models import Project
+from apps.volunteers.models import Account, CreditHistory, Team
+from apps.work.domain.states import ValidateState
+from apps.work.models import Result
+
+TOP_ORDER = {"recent": "-expavg_credit", "total": "-total_credit"}
+
+
+def top_accounts(project: Project, order: str) -> QuerySet[Account]:
+    return Account.objects.filter(project=project).select_related("team").order_by(TOP_ORDER[order], "id")
+
+
+def top_hosts(project: Project, order: str) -> QuerySet[Host]:
+    return Host.objects.filter(project=project).select_related("account").order_by(TOP_ORDER[order], "id")
+
+
+def top_teams(project: Project, order: str) -> QuerySet[Team]:
+    return (
+        Team.objects.filter(project=project)
+        .select_related("founder")
+        .annotate(nusers=Count("members"))
+        .order_by(TOP_ORDER[order], "id")
+    )
+
+
+def credit_history(*, account: Account | None = None, team: Team | None = None) -> list[tuple]:
+    rows = (
+        CreditHistory.objects.filter(account=account) if account else CreditHistory.objects.filter(team=team)
+    )
+    return list(rows.order_by("day").values_list("day", "total_credit"))
+
+
+def app_breakdown(account: Account) -> QuerySet[UserAppCredit]:
+    return UserAppCredit.objects.filter(account=account).select_related("app").order_by("-total")
+
+
+@dataclass(frozen=True, slots=True)
+class VersionStats:
+    """One row of a host page: how an app version does on this host (seed 003 statistics)."""
+
+    label: str
+    jobs_valid: int
+    avg_credit: float | None
+    error_rate: float
+    turnaround_avg: float
+    turnaround_n: float
+    scale_probation: bool
+    max_jobs_per_day: int
+    consecutive_valid: int
+
+
+def host_version_stats(host: Host) -> list[VersionStats]:
+    credit = {
+        (row["app_id"], row["app_version_id"], row["anonymous_proc_type"]): row
+        for row in Result.objects.filter(host=host, validate_state=ValidateState.VALID)
+        .values("app_id", "app_version_id", "anonymous_proc_type")
+        .annotate(n=Count("id"), avg=Avg("granted_credit"))
+    }
+    out = []
+    havs = HostAppVersion.objects.filter(host=host).select_related("app", "app_version__platform")
+    for hav in havs:
+        label = (
+            str(hav.app_version)
+            if hav.app_version
+            else f"{hav.app.name} (anonymous {hav.anonymous_proc_type})"
+        )
+        row = credit.get((hav.app_id, hav.app_version_id, hav.anonymous_proc_type), {})
+        out.append(
+            VersionStats(
+                label=label,
+                jobs_valid=row.get("n", 0),
+                avg_credit=row.get("avg"),
+                error_rate=hav.error_rate,
+                turnaround_avg=hav.turnaround_avg,
+                turnaround_n=hav.turnaround_n,
+                scale_probation=hav.scale_probation,
+                max_jobs_per_day=hav.max_jobs_per_day,
+                consecutive_valid=hav.consecutive_valid,
+            )
+        )
+    return out
+
+
+def project_totals(project: Project) -> dict:
+    return Account.objects.filter(project=project).aggregate(
+        users=Count("id"), credit=Sum("total_credit"), active=Count("id", filter=Q(expavg_credit__gt=1))
+    )

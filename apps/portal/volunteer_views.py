@@ -1,0 +1,129 @@
+"""Volunteer pages with BOINC's names: show_user, show_host_detail, team_display, top lists.
+
+Each page is server-rendered and small; ``?format=xml`` gives BOINC's XML record where
+BOINC offers one (show_user.php, show_host_detail.php, team_display.php).
+"""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from apps.hosts.models import Host
+from apps.portal import volunteer_selectors as sel
+from apps.portal.charts import credit_chart_svg
+from apps.portal.records import host_record, team_record, user_record
+from apps.projects.models import Project
+from apps.protocol.stats_xml import render_record
+from apps.volunteers.models import Account, Team
+
+PAGE_SIZE = 50
+XML = "text/xml; charset=utf-8"
+
+
+def _id(request: HttpRequest, name: str) -> int:
+    try:
+        return int(request.GET.get(name, ""))
+    except ValueError:
+        raise Http404(f"missing or bad {name}") from None
+
+
+def _order(request: HttpRequest) -> str:
+    return "total" if request.GET.get("sort_by") in ("total", "total_credit") else "recent"
+
+
+def show_user(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    account = get_object_or_404(
+        Account.objects.select_related("team"), project=project, id=_id(request, "userid")
+    )
+    hosts = list(account.hosts.order_by("-expavg_credit")) if account.show_hosts else []
+    if request.GET.get("format") == "xml":
+        return HttpResponse(render_record(user_record(account, hosts)), content_type=XML)
+    history = sel.credit_history(account=account)
+    return render(
+        request,
+        "portal/volunteers/user.html",
+        {
+            "project": project,
+            "account": account,
+            "hosts": hosts,
+            "apps": sel.app_breakdown(account),
+            "chart": credit_chart_svg(history, label=f"Total credit of {account.name}"),
+        },
+    )
+
+
+def show_host_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    host = get_object_or_404(
+        Host.objects.select_related("account"), project=project, id=_id(request, "hostid")
+    )
+    if request.GET.get("format") == "xml":
+        return HttpResponse(render_record(host_record(host)), content_type=XML)
+    return render(
+        request,
+        "portal/volunteers/host.html",
+        {
+            "project": project,
+            "host": host,
+            "coprocs": host.coprocs.all(),
+            "versions": sel.host_version_stats(host),
+            "owner": host.account if host.account.show_hosts else None,
+        },
+    )
+
+
+def team_display(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    team = get_object_or_404(
+        Team.objects.select_related("founder"), project=project, id=_id(request, "teamid")
+    )
+    if request.GET.get("format") == "xml":
+        return HttpResponse(render_record(team_record(team)), content_type=XML)
+    members = Paginator(team.members.order_by("-expavg_credit", "id"), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    history = sel.credit_history(team=team)
+    return render(
+        request,
+        "portal/volunteers/team.html",
+        {
+            "project": project,
+            "team": team,
+            "members": members,
+            "chart": credit_chart_svg(history, label=f"Total credit of team {team.name}"),
+        },
+    )
+
+
+def _top(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    order = _order(request)
+    queryset = {"users": sel.top_accounts, "hosts": sel.top_hosts, "teams": sel.top_teams}[kind](
+        project, order
+    )
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        f"portal/volunteers/top_{kind}.html",
+        {
+            "project": project,
+            "page": page,
+            "order": order,
+            "rank_offset": page.start_index() - 1,
+        },
+    )
+
+
+def top_users(request: HttpRequest, slug: str) -> HttpResponse:
+    return _top(request, slug, "users")
+
+
+def top_hosts(request: HttpRequest, slug: str) -> HttpResponse:
+    return _top(request, slug, "hosts")
+
+
+def top_teams(request: HttpRequest, slug: str) -> HttpResponse:
+    return _top(request, slug, "teams")

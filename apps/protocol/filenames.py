@@ -1,0 +1,20 @@
+"""The file-name rule shared by uploads, reply file_infos and templates."""
+
+from __future__ import annotations
+
+MAX_FILE_NAME_BYTES = 255
+
+
+def is_safe_file_name(name: str) -> bool:
+    """True if ``name`` may be used as a file name in a project's upload/download dirs.
+
+    The BOINC client refuses names containing ``..`` or ``%``; the stock upload handler
+    refuses those and any ``/``. Cobblestone also refuses: the empty name, ``.``,
+    backslashes, control characters (and DEL), and names over 255 UTF-8 bytes.
+    Names are never decoded: ``%2e%2e`` is refused for its ``%``, not for what it means.
+    """
+    if not name or name == "." or ".." in name:
+        return False
+    if any(ch in "%/\\" or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        return False
+    return len(name.encode("utf-8", "surrogatepass")) <= MAX_FILE_NAME_BYTES

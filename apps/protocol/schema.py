@@ -1,0 +1,355 @@
+"""Field declarations shared by the XML codec and the JSON face.
+
+A message dataclass declares each field with one of the ``s_*`` helpers. The metadata
+names the XML tag, the kind of value, its sane range and how it is written. XML parsing,
+JSON parsing and rendering all read that one declaration, so the two faces validate the
+same way. Fields that need more than a tag/value mapping are ``s_custom`` and are filled
+by a hook registered for their class (``register_hooks``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
+from typing import Any, Literal, TypedDict
+
+from lxml import etree
+
+from apps.protocol import numbers as num
+from apps.protocol.errors import ProtocolError
+from apps.protocol.xmlsafe import child_elements, leaf_text
+from apps.protocol.xmlwrite import Block
+
+
+class Kind(Enum):
+    STR = "str"  # text, surrounding whitespace stripped
+    TEXT = "text"  # text kept as is
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    NODE = "node"  # one nested message
+    NODES = "nodes"  # repeated nested messages
+    STRS = "strs"  # repeated strings
+    CUSTOM = "custom"  # filled by a hook
+
+
+SCALARS = frozenset({Kind.STR, Kind.TEXT, Kind.INT, Kind.FLOAT, Kind.BOOL})
+
+# How a field is written: "auto" (by kind and side), "always", "nonempty", "nonzero",
+# "flag" (<tag/> when true) or "01" (0/1 every time, as the client prints its flags).
+Emit = Literal["auto", "always", "nonempty", "nonzero", "flag", "01"]
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    kind: Kind
+    tag: str = ""
+    lo: float = -math.inf
+    hi: float = math.inf
+    clamp: bool = False
+    required: bool = False
+    node: Any = None
+    wrapper: str = ""
+    sub: str = ""
+    emit: Emit = "auto"
+    fmt: str = ""  # client float format ("f" default), or "block" for "\nTEXT\n"
+
+
+class IntRange(TypedDict, total=False):
+    """Keyword bounds shared by several ``s_int`` fields (``s_int(0, **ID_RANGE)``)."""
+
+    lo: float
+    hi: float
+
+
+class FloatRange(TypedDict, total=False):
+    """Keyword bounds (and clamping) shared by several ``s_float`` fields."""
+
+    lo: float
+    hi: float
+    clamp: bool
+
+
+def _field(default: Any, spec: Spec) -> Any:
+    return field(default=default, metadata={"spec": spec})
+
+
+def s_str(
+    default: str | None = "", *, tag: str = "", required: bool = False, emit: Emit = "auto", fmt: str = ""
+) -> Any:
+    return _field(default, Spec(Kind.STR, tag, required=required, emit=emit, fmt=fmt))
+
+
+def s_text(default: str | None = "", *, tag: str = "", emit: Emit = "auto") -> Any:
+    return _field(default, Spec(Kind.TEXT, tag, emit=emit))
+
+
+def s_int(
+    default: int | None = 0,
+    *,
+    lo: float = num.INT32_MIN,
+    hi: float = num.INT32_MAX,
+    tag: str = "",
+    emit: Emit = "auto",
+) -> Any:
+    return _field(default, Spec(Kind.INT, tag, lo=lo, hi=hi, emit=emit))
+
+
+def s_float(
+    default: float | None = 0.0,
+    *,
+    lo: float = 0.0,
+    hi: float = num.MAX_BYTES,
+    clamp: bool = False,
+    tag: str = "",
+    emit: Emit = "auto",
+    fmt: str = "",
+) -> Any:
+    return _field(default, Spec(Kind.FLOAT, tag, lo=lo, hi=hi, clamp=clamp, emit=emit, fmt=fmt))
+
+
+def s_bool(default: bool = False, *, tag: str = "", emit: Emit = "auto") -> Any:
+    return _field(default, Spec(Kind.BOOL, tag, emit=emit))
+
+
+def node_meta(node: type, *, tag: str = "") -> dict[str, Spec]:
+    """Metadata for one nested message: ``x: T = field(default=T(), metadata=node_meta(T))``."""
+    return {"spec": Spec(Kind.NODE, tag, node=node)}
+
+
+def custom_meta(*, tag: str = "") -> dict[str, Spec]:
+    """Metadata for a hook-filled field whose default ``field(default=...)`` gives."""
+    return {"spec": Spec(Kind.CUSTOM, tag)}
+
+
+def s_nodes(node: type, *, tag: str, wrapper: str = "", optional: bool = False) -> Any:
+    return _field(None if optional else (), Spec(Kind.NODES, tag, node=node, wrapper=wrapper))
+
+
+def s_strs(*, tag: str, sub: str = "", wrapper: str = "", optional: bool = False) -> Any:
+    return _field(None if optional else (), Spec(Kind.STRS, tag, sub=sub, wrapper=wrapper))
+
+
+def s_custom(default: Any, *, tag: str = "") -> Any:
+    return _field(default, Spec(Kind.CUSTOM, tag))
+
+
+XmlHook = Callable[[etree._Element, str], dict[str, Any]]
+DictHook = Callable[[Mapping[str, Any], str], dict[str, Any]]
+_XML_HOOKS: dict[type, XmlHook] = {}
+_DICT_HOOKS: dict[type, DictHook] = {}
+
+
+def register_hooks(cls: type, *, xml: XmlHook, json: DictHook) -> None:
+    """Give ``cls`` the functions that fill its ``s_custom`` fields from XML and from JSON."""
+    _XML_HOOKS[cls] = xml
+    _DICT_HOOKS[cls] = json
+
+
+_ABSENT = object()  # an empty number in the input: leave the field at its default
+
+
+def spec_of(f: Any) -> Spec | None:
+    spec = f.metadata.get("spec")
+    return spec if isinstance(spec, Spec) else None
+
+
+def _scalar_from_text(spec: Spec, text: str, where: str) -> Any:
+    if spec.kind is Kind.TEXT:
+        return text
+    if spec.kind is Kind.STR:
+        return text.strip()
+    if spec.kind is Kind.BOOL:
+        return num.parse_bool(text, where)
+    if not text.strip():
+        return _ABSENT  # an empty number is treated as a missing one
+    if spec.kind is Kind.INT:
+        return num.check_int(num.parse_int(text, where), where, spec.lo, spec.hi)
+    return num.check_float(num.parse_float(text, where), where, spec.lo, spec.hi, clamp=spec.clamp)
+
+
+def _scalar_from_json(spec: Spec, value: Any, where: str) -> Any:
+    if spec.kind in (Kind.STR, Kind.TEXT):
+        if not isinstance(value, str):
+            raise ProtocolError(f"{where}: expected a string")
+        return value.strip() if spec.kind is Kind.STR else value
+    if spec.kind is Kind.BOOL:
+        return num.coerce_bool(value, where)
+    if isinstance(value, str) and not value.strip():
+        return _ABSENT
+    if spec.kind is Kind.INT:
+        return num.check_int(num.coerce_int(value, where), where, spec.lo, spec.hi)
+    return num.check_float(num.coerce_float(value, where), where, spec.lo, spec.hi, clamp=spec.clamp)
+
+
+def _strings_from_xml(spec: Spec, container: etree._Element) -> tuple[str, ...]:
+    values = []
+    for child in child_elements(container):
+        if child.tag != spec.tag:
+            continue
+        if spec.sub:
+            subs = [c for c in child_elements(child) if c.tag == spec.sub]
+            text = leaf_text(subs[-1]).strip() if subs else ""
+        else:
+            text = leaf_text(child).strip()
+        if text:
+            values.append(text)
+    return tuple(values)
+
+
+def from_xml(cls: Any, element: etree._Element, where: str) -> Any:
+    """Build a ``cls`` message from ``element``; unknown child tags are ignored."""
+    index: dict[str, list[etree._Element]] = {}
+    for child in child_elements(element):
+        index.setdefault(child.tag, []).append(child)
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        spec = spec_of(f)
+        if spec is None or spec.kind is Kind.CUSTOM:
+            continue
+        tag = spec.tag or f.name
+        path = f"{where}/{tag}"
+        if spec.kind in SCALARS:
+            if tag in index:
+                value = _scalar_from_text(spec, leaf_text(index[tag][-1]), path)
+                if value is not _ABSENT:
+                    kwargs[f.name] = value
+        elif spec.kind is Kind.NODE:
+            if tag in index:
+                kwargs[f.name] = from_xml(spec.node, index[tag][-1], path)
+        else:
+            container = element
+            if spec.wrapper:
+                if spec.wrapper not in index:
+                    continue
+                container = index[spec.wrapper][-1]
+            if spec.kind is Kind.STRS:
+                kwargs[f.name] = _strings_from_xml(spec, container)
+            else:
+                kwargs[f.name] = tuple(
+                    from_xml(spec.node, c, path) for c in child_elements(container) if c.tag == tag
+                )
+        _check_required(spec, kwargs.get(f.name), path)
+    hook = _XML_HOOKS.get(cls)
+    if hook is not None:
+        kwargs.update(hook(element, where))
+    return cls(**kwargs)
+
+
+def from_dict(cls: Any, data: Any, where: str) -> Any:
+    """Build a ``cls`` message from the JSON form written by ``to_jsonable``."""
+    if not isinstance(data, Mapping):
+        raise ProtocolError(f"{where}: expected an object")
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):
+        spec = spec_of(f)
+        if spec is None or spec.kind is Kind.CUSTOM:
+            continue
+        path = f"{where}/{f.name}"
+        value = data.get(f.name)
+        if value is not None:
+            kwargs[f.name] = _value_from_json(spec, value, path)
+            if kwargs[f.name] is _ABSENT:
+                del kwargs[f.name]
+        _check_required(spec, kwargs.get(f.name), path)
+    hook = _DICT_HOOKS.get(cls)
+    if hook is not None:
+        kwargs.update(hook(data, where))
+    return cls(**kwargs)
+
+
+def _value_from_json(spec: Spec, value: Any, path: str) -> Any:
+    if spec.kind in SCALARS:
+        return _scalar_from_json(spec, value, path)
+    if spec.kind is Kind.NODE:
+        return from_dict(spec.node, value, path)
+    if not isinstance(value, list | tuple):
+        raise ProtocolError(f"{path}: expected a list")
+    if spec.kind is Kind.NODES:
+        return tuple(from_dict(spec.node, item, f"{path}[{i}]") for i, item in enumerate(value))
+    items = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ProtocolError(f"{path}[{i}]: expected a string")
+        if item.strip():
+            items.append(item.strip())
+    return tuple(items)
+
+
+def _check_required(spec: Spec, value: Any, path: str) -> None:
+    if spec.required and not value:
+        raise ProtocolError(f"{path}: required")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Messages as plain JSON data: dicts, lists, str, int, float, bool, None."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def scalar_names(cls: Any) -> tuple[str, ...]:
+    """Names of the scalar and string-list fields, in declaration (= wire) order."""
+    result = []
+    for f in fields(cls):
+        spec = spec_of(f)
+        if spec is not None and (spec.kind in SCALARS or spec.kind is Kind.STRS):
+            result.append(f.name)
+    return tuple(result)
+
+
+def render_fields(block: Block, obj: Any, names: Iterable[str], *, client: bool, indent: str) -> None:
+    """Write the named scalar fields of ``obj`` in the given order."""
+    by_name = {f.name: f for f in fields(obj)}
+    for name in names:
+        render_field(block, by_name[name], getattr(obj, name), client=client, indent=indent)
+
+
+def render_field(block: Block, f: Any, value: Any, *, client: bool, indent: str) -> None:
+    """Write one declared scalar or string-list field (``f`` from ``dataclasses.fields``)."""
+    spec = spec_of(f)
+    if spec is None:
+        raise ProtocolError(f"{f.name}: not a declared field")
+    _render_value(block, spec, spec.tag or f.name, value, client, f.default is None, indent)
+
+
+def _render_value(
+    block: Block, spec: Spec, tag: str, value: Any, client: bool, optional: bool, indent: str
+) -> None:
+    if value is None:
+        return
+    kind, emit = spec.kind, spec.emit
+    if kind is Kind.BOOL:
+        if emit == "01":
+            block.leaf(tag, "1" if value else "0", indent)
+        elif value:
+            block.flag(tag, indent)
+    elif kind in (Kind.STR, Kind.TEXT):
+        skip_empty = emit == "nonempty" or (emit == "auto" and not client and not optional)
+        if value == "" and skip_empty:
+            return
+        block.leaf(tag, f"\n{value}\n" if spec.fmt == "block" else value, indent)
+    elif kind in (Kind.INT, Kind.FLOAT):
+        if emit == "nonzero" and value == 0:
+            return
+        text = (
+            num.format_int(value)
+            if kind is Kind.INT
+            else num.format_float(value, client=client, fmt=spec.fmt)
+        )
+        block.leaf(tag, text, indent)
+    elif kind is Kind.STRS:
+        for item in value:
+            if spec.sub:
+                with block.block(tag, indent) as item_block:
+                    item_block.leaf(spec.sub, item, indent + "    ")
+            else:
+                block.leaf(tag, item, indent)
+    else:
+        raise ProtocolError(f"<{tag}>: {kind.value} fields are written by their module")

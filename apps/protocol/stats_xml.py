@@ -1,0 +1,75 @@
+"""Volunteer statistics as BOINC writes them: show_user-style records and db_dump files.
+
+A record is an ordered list of (tag, value) pairs so the element order matches BOINC's
+(third-party statistics sites parse these files). Numbers are written in plain decimal;
+``True`` becomes an empty flag element and ``None``/``False`` is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from apps.protocol.xmlwrite import Block, new_document, serialize
+
+Value = str | int | float | bool | None
+_IN = " "
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One <user>, <host> or <team>: its tag, its fields in order, and nested records."""
+
+    tag: str
+    fields: tuple[tuple[str, Value], ...]
+    children: tuple[Record, ...] = ()
+
+
+def _text(value: int | float | str) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "0"
+        return f"{value:.6f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+    return str(value)
+
+
+def _write(block: Block, record: Record, indent: str) -> None:
+    with block.block(record.tag, indent) as inner:
+        for tag, value in record.fields:
+            if value is None or value is False:
+                continue
+            if value is True:
+                inner.flag(tag, indent + _IN)
+            else:
+                inner.leaf(tag, _text(value), indent + _IN)
+        for child in record.children:
+            _write(inner, child, indent + _IN)
+
+
+def render_record(record: Record) -> bytes:
+    """A single record as a document (show_user.php?format=xml and friends)."""
+    doc = new_document(record.tag)
+    for tag, value in record.fields:
+        if value is None or value is False:
+            continue
+        if value is True:
+            doc.flag(tag, _IN)
+        else:
+            doc.leaf(tag, _text(value), _IN)
+    for child in record.children:
+        _write(doc, child, _IN)
+    return serialize(doc)
+
+
+def render_dump(root_tag: str, records: Iterable[Record]) -> bytes:
+    """A db_dump file body: ``<users>`` / ``<hosts>`` / ``<teams>`` holding the records."""
+    doc = new_document(root_tag)
+    for record in records:
+        _write(doc, record, "")
+    return serialize(doc)
+
+
+def render_tables(fields: Sequence[tuple[str, Value]]) -> bytes:
+    """db_dump's tables.xml: update time and totals."""
+    return render_record(Record("tables", tuple(fields)))

@@ -1,0 +1,65 @@
+"""The JSON face of the scheduler (DRF): the same request and reply as the XML face."""
+
+from __future__ import annotations
+
+import logging
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core import clock
+from apps.projects.models import Project
+from apps.protocol import ProtocolError, reply_to_dict, request_from_dict
+from apps.scheduler.services import scheduler_request_handle
+
+logger = logging.getLogger(__name__)
+
+EXAMPLE_REQUEST = {
+    "authenticator": "0123456789abcdef0123456789abcdef",
+    "hostid": 0,
+    "rpc_seqno": 0,
+    "platform_name": "x86_64-pc-linux-gnu",
+    "work_req_seconds": 1.0,
+    "cpu_req_secs": 1.0,
+    "cpu_req_instances": 0.0,
+    "host_info": {"p_ncpus": 4, "p_fpops": 3e9, "m_nbytes": 8e9, "d_free": 1e11, "host_cpid": "abc"},
+}
+
+
+class SchedulerJsonView(APIView):
+    """POST a scheduler_request as JSON; get the scheduler_reply as JSON.
+
+    Field names are BOINC's (see the XML protocol); the account key is inside the body,
+    so the endpoint takes no other authentication.
+    """
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT},
+        examples=[OpenApiExample("First request of a new host", value=EXAMPLE_REQUEST, request_only=True)],
+        summary="Scheduler RPC (JSON)",
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        project = get_object_or_404(Project, slug=slug)
+        if not isinstance(request.data, dict):
+            return Response({"error": "the body must be a JSON object"}, status=400)
+        try:
+            req = request_from_dict(request.data)
+        except ProtocolError as exc:
+            return Response({"error": f"Bad scheduler request: {exc}"}, status=400)
+        try:
+            reply = scheduler_request_handle(
+                project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")
+            )
+        except Exception:
+            logger.exception("scheduler %s (json): request failed", slug)
+            return Response({"error": "Server error; please try again later."}, status=503)
+        return Response(reply_to_dict(reply))

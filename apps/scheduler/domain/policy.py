@@ -1,0 +1,179 @@
+"""What to send: the scheduler's per-resource work request rules (seed 000, "Scheduler changes").
+
+Pure functions and a small mutable request-state object; the service feeds them numbers
+read from the request and the database and applies the decisions.
+
+Seed 000's rules, as implemented here:
+* a request is new-style (``rsc_spec_request``) when it carries per-resource fields;
+  then a job of a resource type is sent only if that type's request is non-zero;
+* ``work_needed()`` is true while some resource still needs seconds or instances (and
+  the per-RPC job cap is not reached); an old-style request uses ``work_req_seconds``;
+* each job sent decrements its own resource's request by est. runtime × usage and by its
+  instance usage (a GPU job does not decrement the CPU request, as BOINC);
+* when choosing an app version, only versions whose resource still needs work are
+  considered, and the fastest wins; so a GPU version first chosen is dropped as soon as
+  no more GPU work is needed and another version is chosen instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from apps.core.domain.resources import ProcType
+
+
+@dataclass(slots=True)
+class ResourceNeed:
+    """The remaining request for one resource type within one scheduler RPC."""
+
+    proc_type: ProcType
+    req_secs: float
+    req_instances: float
+    estimated_delay: float
+    ninstances: float  # CPUs, or GPUs of this type, on the host
+    available_frac: float  # fraction of time the host computes on this resource
+
+
+@dataclass(slots=True)
+class WorkNeed:
+    """BOINC's WORK_REQ: what is still wanted, decremented as jobs are added to the reply."""
+
+    rsc_spec_request: bool
+    seconds_to_fill: float  # legacy work_req_seconds
+    resources: dict[ProcType, ResourceNeed]
+    max_jobs: int
+    disallowed: frozenset[ProcType] = frozenset()  # user prefs (no_gpus, no_cpu)
+    njobs_sent: int = 0
+
+    def needs(self, proc_type: ProcType) -> bool:
+        """Is more work of this resource type wanted (seed 000's per-type rule)?"""
+        if proc_type in self.disallowed:
+            return False
+        resource = self.resources.get(proc_type)
+        if resource is None:
+            return False
+        if self.rsc_spec_request:
+            return resource.req_secs > 0 or resource.req_instances > 0
+        return self.seconds_to_fill > 0
+
+    def work_needed(self) -> bool:
+        if self.njobs_sent >= self.max_jobs:
+            return False
+        return any(self.needs(p) for p in self.resources)
+
+    def needed_types(self) -> tuple[ProcType, ...]:
+        return tuple(p for p in self.resources if self.needs(p))
+
+    def record_job(self, *, proc_type: ProcType, est_dur: float, avg_ncpus: float, gpu_usage: float) -> None:
+        """Decrement the request by one job (BOINC's add_result_to_reply)."""
+        self.njobs_sent += 1
+        self.seconds_to_fill -= est_dur
+        resource = self.resources.get(proc_type)
+        if resource is None:
+            return
+        usage = avg_ncpus if proc_type is ProcType.CPU else gpu_usage
+        resource.req_secs -= est_dur * usage
+        resource.req_instances -= usage
+        if resource.ninstances > 0:
+            resource.estimated_delay += est_dur * usage / resource.ninstances
+
+    def estimated_delay(self, proc_type: ProcType) -> float:
+        resource = self.resources.get(proc_type)
+        return resource.estimated_delay if resource else 0.0
+
+    def available_frac(self, proc_type: ProcType) -> float:
+        resource = self.resources.get(proc_type)
+        return resource.available_frac if resource else 1.0
+
+
+def clamp_frac(value: float) -> float:
+    """Available fractions are clamped to [0.1, 1] as BOINC does, so a host that was
+    rarely on is not assumed to take forever."""
+    if value != value:
+        return 1.0
+    return min(max(value, 0.1), 1.0)
+
+
+def max_jobs_per_rpc(*, ncpus: int, ngpus: int, gpu_multiplier: int, max_wus_to_send: int) -> int:
+    """BOINC's per-RPC cap: (CPUs + gpu_multiplier × GPUs) × max_wus_to_send."""
+    return max(1, (max(ncpus, 1) + gpu_multiplier * ngpus) * max(max_wus_to_send, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class VersionOption:
+    """An app version (or anonymous-platform version) usable for one app on this host."""
+
+    key: int  # AppVersion id, or an index into the client's app_versions (anonymous)
+    app_id: int
+    proc_type: ProcType
+    projected_flops: float
+    peak_flops: float
+    avg_ncpus: float
+    gpu_usage: float
+    anonymous: bool = False
+
+
+def choose_version(options: Iterable[VersionOption], need: WorkNeed) -> VersionOption | None:
+    """The fastest version among those whose resource still needs work (seed 000)."""
+    usable = [o for o in options if need.needs(o.proc_type) and o.projected_flops > 0]
+    if not usable:
+        return None
+    return max(usable, key=lambda o: (o.projected_flops, o.proc_type is not ProcType.CPU, -o.key))
+
+
+class Infeasible(StrEnum):
+    """Why a job cannot go to this host (BOINC's infeasibility codes, by name)."""
+
+    MEMORY = "memory"
+    DISK = "disk"
+    DEADLINE = "deadline"
+
+
+@dataclass(frozen=True, slots=True)
+class HostLimits:
+    memory_bytes: float
+    disk_free_bytes: float
+    ignore_delay_bound: bool = False
+
+
+def job_infeasible(
+    *,
+    est_dur: float,
+    estimated_delay: float,
+    delay_bound: float,
+    rsc_memory_bound: float,
+    rsc_disk_bound: float,
+    limits: HostLimits,
+    disk_used: float = 0.0,
+) -> Infeasible | None:
+    """None if the job fits: memory, remaining disk, and finishing before its deadline."""
+    if limits.memory_bytes > 0 and rsc_memory_bound > limits.memory_bytes:
+        return Infeasible.MEMORY
+    if limits.disk_free_bytes > 0 and rsc_disk_bound > limits.disk_free_bytes - disk_used:
+        return Infeasible.DISK
+    if not limits.ignore_delay_bound and estimated_delay + est_dur > delay_bound:
+        return Infeasible.DEADLINE
+    return None
+
+
+@dataclass(slots=True)
+class InProgressLimits:
+    """Jobs in progress on the host, counted per (app, resource) and per resource."""
+
+    per_app: dict[tuple[int, ProcType], int] = field(default_factory=dict)
+    per_resource: dict[ProcType, int] = field(default_factory=dict)
+    app_limits: dict[tuple[int, ProcType], int] = field(default_factory=dict)  # 0 = none
+    resource_limits: dict[ProcType, int] = field(default_factory=dict)  # 0 = none
+
+    def allows(self, app_id: int, proc_type: ProcType) -> bool:
+        app_limit = self.app_limits.get((app_id, proc_type), 0)
+        if app_limit and self.per_app.get((app_id, proc_type), 0) >= app_limit:
+            return False
+        limit = self.resource_limits.get(proc_type, 0)
+        return not (limit and self.per_resource.get(proc_type, 0) >= limit)
+
+    def add(self, app_id: int, proc_type: ProcType) -> None:
+        self.per_app[(app_id, proc_type)] = self.per_app.get((app_id, proc_type), 0) + 1
+        self.per_resource[proc_type] = self.per_resource.get(proc_type, 0) + 1

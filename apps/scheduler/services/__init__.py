@@ -1,0 +1,169 @@
+"""The scheduler RPC: one request in, one reply out, in one database transaction."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.db import transaction
+
+from apps.core.domain.resources import ProcType
+from apps.projects.models import Project
+from apps.protocol import SchedulerReply, SchedulerRequest
+from apps.scheduler.domain.policy import ResourceNeed, WorkNeed, clamp_frac, max_jobs_per_rpc
+from apps.scheduler.services.aborts import results_to_abort
+from apps.scheduler.services.context import RpcContext
+from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits
+from apps.scheduler.services.hosts import account_authenticate, host_identify
+from apps.scheduler.services.reply import reply_build
+from apps.scheduler.services.reports import results_report
+from apps.scheduler.services.versions import HostVersions, host_versions
+from apps.scheduler.sources import WORK_SOURCES
+from apps.scheduler.sources.locality import locality_retry_after_commit
+from apps.scheduler.sources.sequences import sequences_prepare
+
+logger = logging.getLogger(__name__)
+
+BAD_AUTHENTICATOR = "Invalid or missing account key.  To fix, remove and add this project."
+
+
+def scheduler_request_handle(
+    *, project: Project, req: SchedulerRequest, now: datetime, remote_addr: str = ""
+) -> SchedulerReply:
+    """Handle one scheduler RPC (steps in order, all in one transaction):
+
+    1. a stopped scheduler answers "project is down" and nothing else;
+    2. authenticate by the account key; an unknown key gets BOINC's message and a long delay;
+    3. identify (or create) the host and record its hardware;
+    4. apply and acknowledge reported results;
+    5. tell the host which of its results to abort;
+    6. send work, per resource (seed 000), from the sequence, locality and general sources;
+    7. build the reply with the user's and host's credit.
+    """
+    if project.sched_stopped:
+        return SchedulerReply(
+            project_is_down=True,
+            request_delay=3600,
+            scheduler_version=720,
+            master_url=project.master_url,
+            project_name=project.name,
+        )
+    ctx = RpcContext(project=project, req=req, now=now, remote_addr=remote_addr)
+    with transaction.atomic():
+        ctx.account = account_authenticate(ctx)
+        if ctx.account is None:
+            logger.info("scheduler %s: unknown authenticator from %s", project.slug, remote_addr or "?")
+            return SchedulerReply(
+                scheduler_version=720,
+                project_name=project.name,
+                master_url=project.master_url,
+                messages=(_notice(BAD_AUTHENTICATOR),),
+                request_delay=3600,
+            )
+        ctx.host = host_identify(ctx)
+        results_report(ctx)
+        results_to_abort(ctx)
+        versions = host_versions(ctx)
+        # Issue 7 (seed 001): sequence notices and the two-steps-ahead floor, whatever the request asks.
+        sequences_prepare(ctx, versions, work_need)
+        _send_work(ctx, versions)
+        reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
+    # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
+    return locality_retry_after_commit(ctx, reply)
+
+
+def _notice(text: str):  # type: ignore[no-untyped-def]
+    from apps.protocol import MessagePriority, ReplyMessage
+
+    return ReplyMessage(text=text, priority=MessagePriority.NOTICE)
+
+
+def work_need(ctx: RpcContext) -> WorkNeed:
+    """The request's per-resource ask (seed 000) as the policy's mutable state."""
+    req, host, account = ctx.req, ctx.host, ctx.account
+    assert host is not None
+    assert account is not None
+    wr = req.work_request
+    ts = req.time_stats
+    resources = {}
+    ngpus = 0
+    for r in wr.resources:
+        coproc = req.coproc(r.proc_type)
+        count = coproc.count if coproc else host.p_ncpus
+        if r.proc_type.is_gpu:
+            if not coproc or coproc.count <= 0:
+                continue
+            ngpus += coproc.count
+            frac = clamp_frac(ts.gpu_active_frac * ts.on_frac)
+        else:
+            frac = clamp_frac(ts.active_frac * ts.on_frac)
+        resources[r.proc_type] = ResourceNeed(
+            proc_type=r.proc_type,
+            req_secs=r.req_secs if wr.rsc_spec_request else wr.work_req_seconds,
+            req_instances=r.req_instances,
+            estimated_delay=r.estimated_delay,
+            ninstances=count,
+            available_frac=frac,
+        )
+    disallowed = set()
+    if account.no_gpus:
+        disallowed |= {p for p in resources if p.is_gpu}
+    if account.no_cpu:
+        disallowed.add(ProcType.CPU)
+    return WorkNeed(
+        rsc_spec_request=wr.rsc_spec_request,
+        seconds_to_fill=wr.work_req_seconds,
+        resources=resources,
+        max_jobs=max_jobs_per_rpc(
+            ncpus=host.p_ncpus,
+            ngpus=ngpus,
+            gpu_multiplier=ctx.project.gpu_multiplier,
+            max_wus_to_send=ctx.project.max_wus_to_send,
+        ),
+        disallowed=frozenset(disallowed),
+    )
+
+
+def _send_work(ctx: RpcContext, versions: HostVersions) -> None:
+    if ctx.req.dont_send_work:
+        return
+    need = work_need(ctx)
+    if not ctx.req.work_request.wants_work:
+        return
+    if need.disallowed and not need.work_needed():
+        ctx.message(
+            "Your project preferences do not allow the requested processor types (GPUs disabled?).",
+            notice=True,
+        )
+        return
+    dispatcher = Dispatcher(ctx, versions, need, in_progress_limits(ctx, versions))
+    for source in WORK_SOURCES:
+        if not need.work_needed():
+            break
+        source(dispatcher)
+    dispatcher.flush()
+    if not ctx.sent:
+        _explain_no_work(ctx, versions, need)
+    else:
+        ctx.message(f"Sent {len(ctx.sent)} task(s).")
+
+
+def _explain_no_work(ctx: RpcContext, versions: HostVersions, need: WorkNeed) -> None:
+    names = ", ".join(str(p.value) for p in need.needed_types()) or "any processor"
+    reasons = list(ctx.no_work_reasons)
+    for app_id in versions.quota_reached:
+        reasons.append(f"This computer has reached its daily quota of tasks for {versions.apps[app_id]}")
+    if not any(versions.options.values()):
+        reasons.append("This project has no applications for this computer's platform and processors")
+    elif not reasons:
+        reasons.append(f"No tasks are available for {names}")
+    ctx.message("No tasks sent: " + "; ".join(reasons) + ".", notice=False)
+
+
+def _no_rsc_apps(ctx: RpcContext, versions: HostVersions) -> tuple[ProcType, ...]:
+    """Resources of this host for which the project has no versions (so the client stops asking)."""
+    host_types = [ProcType.CPU, *[c.type for c in ctx.req.coprocs if c.count > 0]]
+    missing = tuple(p for p in host_types if p not in versions.resources_with_versions)
+    if len(missing) == len(host_types):
+        return ()  # never all of them (the client would stop asking for good)
+    return missing

@@ -1,0 +1,61 @@
+"""The state of one scheduler RPC as it is handled (built up, then turned into a reply)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from apps.applications.models import App
+from apps.hosts.models import Host
+from apps.projects.models import Project
+from apps.protocol import ReplyMessage, SchedulerRequest
+from apps.protocol.reply_types import MessagePriority
+from apps.scheduler.domain.policy import VersionOption
+from apps.volunteers.models import Account
+from apps.work.models import Result
+
+
+@dataclass(slots=True)
+class SentJob:
+    """A result added to this reply, with the version chosen and its runtime estimate."""
+
+    result: Result
+    option: VersionOption
+    est_dur: float
+    projected_flops: float
+
+
+@dataclass(slots=True)
+class RpcContext:
+    project: Project
+    req: SchedulerRequest
+    now: datetime
+    remote_addr: str = ""
+    account: Account | None = None
+    host: Host | None = None
+    new_host: bool = False
+    messages: list[ReplyMessage] = field(default_factory=list)
+    acks: list[str] = field(default_factory=list)
+    aborts: list[str] = field(default_factory=list)
+    aborts_if_not_started: list[str] = field(default_factory=list)
+    delete_file_infos: list[str] = field(default_factory=list)
+    sent: list[SentJob] = field(default_factory=list)
+    no_work_reasons: list[str] = field(default_factory=list)
+    sequences_assigned: list[str] = field(default_factory=list)
+    sequences_unassigned: list[str] = field(default_factory=list)
+    sequences_ended: list[str] = field(default_factory=list)
+    request_delay: float | None = None
+    previous_rpc_day: date | None = None
+    apps: dict[int, App] = field(default_factory=dict)
+
+    @property
+    def now_unix(self) -> float:
+        return self.now.timestamp()
+
+    def message(self, text: str, *, notice: bool = False) -> None:
+        priority = MessagePriority.NOTICE if notice else MessagePriority.LOW
+        self.messages.append(ReplyMessage(text=text, priority=priority))
+
+    def no_work_reason(self, text: str) -> None:
+        if text not in self.no_work_reasons:
+            self.no_work_reasons.append(text)

@@ -1,0 +1,322 @@
+"""Sending work: the general job source and the mechanics every source uses to send a result.
+
+Concurrency: on PostgreSQL the candidate unsent results are read with
+``SELECT ... FOR UPDATE SKIP LOCKED``, so concurrent RPCs never wait for each other and
+never pick the same row; the update that sends a result also requires it to still be
+UNSENT. On SQLite every RPC's transaction takes the write lock at BEGIN (IMMEDIATE
+mode), so RPCs run one at a time and stay correct.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from apps.core.domain.resources import ProcType
+from apps.credit.convert import credit_policy, hav_apply, hav_stats
+from apps.credit.domain.host_scale import probation_on_send
+from apps.credit.domain.quota import count_sent
+from apps.credit.domain.runtime import estimated_duration
+from apps.hosts.models import HostAppVersion
+from apps.scheduler.domain.policy import (
+    HostLimits,
+    Infeasible,
+    InProgressLimits,
+    VersionOption,
+    WorkNeed,
+    choose_version,
+    job_infeasible,
+)
+from apps.scheduler.services.context import RpcContext, SentJob
+from apps.scheduler.services.versions import HostVersions
+from apps.work.domain.states import ServerState
+from apps.work.models import Result, Workunit
+
+# Candidate rows read (and locked) per query: small first, since most RPCs want a few
+# jobs, growing when many are skipped (infeasible, or replicas already on this host).
+CANDIDATE_WINDOWS = (16, 32, 64, 64, 128, 128, 256, 256)
+
+INFEASIBLE_MESSAGES = {
+    Infeasible.MEMORY: "Tasks need more memory than this computer has",
+    Infeasible.DISK: "Tasks need more disk space than BOINC may use on this computer",
+    Infeasible.DEADLINE: "Tasks would not finish before their deadlines on this computer",
+}
+
+
+def lock_unsent(qs: QuerySet[Result]) -> QuerySet[Result]:
+    """Row locks that concurrent schedulers skip instead of waiting on (PostgreSQL)."""
+    if connection.features.has_select_for_update_skip_locked:
+        return qs.select_for_update(skip_locked=True, of=("self",))
+    return qs
+
+
+class Dispatcher:
+    """Sends results for one RPC; shared by the general, sequence and locality sources."""
+
+    def __init__(
+        self, ctx: RpcContext, versions: HostVersions, need: WorkNeed, limits: InProgressLimits
+    ) -> None:
+        self.ctx = ctx
+        self.versions = versions
+        self.need = need
+        self.limits = limits
+        host = ctx.host
+        assert host is not None
+        self.host_limits = HostLimits(
+            memory_bytes=host.m_nbytes,
+            disk_free_bytes=host.d_free,
+            ignore_delay_bound=ctx.project.ignore_delay_bound,
+        )
+        self.disk_used = 0.0
+        self.wus_on_host: set[int] = set()
+        self.wus_of_user: set[int] = set()
+        self.sent_results: list[Result] = []
+
+    # --- checks -------------------------------------------------------------------------
+    def load_exclusions(self, workunit_ids: set[int]) -> None:
+        """Never two results of one workunit to a host (or user, when configured)."""
+        ids = workunit_ids - self.wus_on_host
+        if not ids:
+            return
+        host = self.ctx.host
+        assert host is not None
+        self.wus_on_host |= set(
+            Result.objects.filter(workunit_id__in=ids, host=host).values_list("workunit_id", flat=True)
+        )
+        if self.ctx.project.one_result_per_user_per_wu:
+            self.wus_of_user |= set(
+                Result.objects.filter(workunit_id__in=ids, account=self.ctx.account).values_list(
+                    "workunit_id", flat=True
+                )
+            )
+
+    def option_for(self, result: Result) -> VersionOption | None:
+        options = [
+            o
+            for o in self.versions.options.get(result.app_id, ())
+            if self.limits.allows(o.app_id, o.proc_type)
+        ]
+        allowed = [o for o in options if self.versions.quota_allows(o)]
+        if options and not allowed:
+            self.versions.quota_reached.add(result.app_id)
+        return choose_version(allowed, self.need)
+
+    def try_send(self, result: Result) -> bool:
+        """Send ``result`` if this host can take it now; the caller holds its row lock."""
+        wu = result.workunit
+        if wu.error_mask or wu.id in self.wus_on_host or wu.id in self.wus_of_user:
+            return False
+        option = self.option_for(result)
+        if option is None:
+            return False
+        est_dur = estimated_duration(
+            fpops_est=wu.rsc_fpops_est,
+            projected_flops=option.projected_flops,
+            available_frac=self.need.available_frac(option.proc_type),
+        )
+        why = job_infeasible(
+            est_dur=est_dur,
+            estimated_delay=self.need.estimated_delay(option.proc_type),
+            delay_bound=wu.delay_bound,
+            rsc_memory_bound=wu.rsc_memory_bound,
+            rsc_disk_bound=wu.rsc_disk_bound,
+            limits=self.host_limits,
+            disk_used=self.disk_used,
+        )
+        if why is not None:
+            self.ctx.no_work_reason(INFEASIBLE_MESSAGES[why])
+            return False
+        self.send(result, option, est_dur)
+        return True
+
+    # --- sending ------------------------------------------------------------------------
+    def send(self, result: Result, option: VersionOption, est_dur: float) -> None:
+        ctx, host = self.ctx, self.ctx.host
+        assert host is not None
+        wu = result.workunit
+        result.server_state = ServerState.IN_PROGRESS
+        result.host = host
+        result.account = ctx.account
+        result.sent_time = ctx.now
+        result.report_deadline = ctx.now + timedelta(seconds=wu.delay_bound)
+        result.flops_estimate = option.peak_flops
+        result.avg_ncpus = option.avg_ncpus
+        result.gpu_usage = option.gpu_usage
+        result.proc_type = option.proc_type.value
+        if option.anonymous:
+            cav = self.versions.client_versions[option.key]
+            result.app_version = None
+            result.anonymous_proc_type = option.proc_type.value
+            result.platform, result.version_num, result.plan_class = (
+                cav.platform,
+                cav.version_num,
+                cav.plan_class,
+            )
+        else:
+            version = self.versions.versions[option.key]
+            result.app_version = version
+            result.anonymous_proc_type = ""
+            result.platform = version.platform.name
+            result.version_num, result.plan_class = version.version_num, version.plan_class
+        self.sent_results.append(result)
+        self.wus_on_host.add(wu.id)
+        self.wus_of_user.add(wu.id)
+        self.disk_used += wu.rsc_disk_bound
+        self.limits.add(option.app_id, option.proc_type)
+        self.need.record_job(
+            proc_type=option.proc_type,
+            est_dur=est_dur,
+            avg_ncpus=option.avg_ncpus,
+            gpu_usage=option.gpu_usage,
+        )
+        self._count_on_host_app_version(option, wu.delay_bound)
+        ctx.sent.append(
+            SentJob(result=result, option=option, est_dur=est_dur, projected_flops=option.projected_flops)
+        )
+
+    def _count_on_host_app_version(self, option: VersionOption, delay_bound: float) -> None:
+        """n_jobs_today += 1, and start the probation clock (seed 003 cherry picking)."""
+        key = self.versions.hav_key(option)
+        hav = self.versions.havs.get(key)
+        if hav is None:
+            hav = HostAppVersion(
+                host=self.ctx.host,
+                app_id=option.app_id,
+                app_version_id=None if option.anonymous else option.key,
+                anonymous_proc_type=option.proc_type.value if option.anonymous else "",
+            )
+            self.versions.havs[key] = hav
+        app = self.versions.apps[option.app_id]
+        stats = probation_on_send(
+            count_sent(hav_stats(hav)),
+            delay_bound=delay_bound,
+            now=self.ctx.now_unix,
+            policy=credit_policy(app),
+        )
+        hav_apply(hav, stats)
+        if hav.pk:
+            self.versions.dirty_havs[hav.pk] = hav
+
+    def flush(self) -> None:
+        """Write the sent results and the host_app_version counters in a few UPDATEs.
+
+        Results sent in one RPC share the host, times and state; only the version-related
+        columns differ, so one UPDATE per (version, delay bound) group replaces a bulk
+        update whose CASE expressions cost more than the SQL itself.
+        """
+        if self.sent_results:
+            groups: dict[tuple, list[int]] = {}
+            for r in self.sent_results:
+                key = (
+                    r.app_version_id,
+                    r.anonymous_proc_type,
+                    r.platform,
+                    r.version_num,
+                    r.plan_class,
+                    r.flops_estimate,
+                    r.avg_ncpus,
+                    r.gpu_usage,
+                    r.proc_type,
+                    r.report_deadline,
+                )
+                groups.setdefault(key, []).append(r.id)
+            host, ctx = self.ctx.host, self.ctx
+            for key, ids in groups.items():
+                (version_id, anon, platform, version_num, plan_class, flops, ncpus, gpus, proc, deadline) = (
+                    key
+                )
+                Result.objects.filter(id__in=ids).update(
+                    server_state=ServerState.IN_PROGRESS,
+                    host=host,
+                    account=ctx.account,
+                    sent_time=ctx.now,
+                    report_deadline=deadline,
+                    flops_estimate=flops,
+                    avg_ncpus=ncpus,
+                    gpu_usage=gpus,
+                    proc_type=proc,
+                    app_version_id=version_id,
+                    anonymous_proc_type=anon,
+                    platform=platform,
+                    version_num=version_num,
+                    plan_class=plan_class,
+                )
+            self._lower_transition_times()
+        new_havs = [h for h in self.versions.havs.values() if h.pk is None]
+        if new_havs:
+            HostAppVersion.objects.bulk_create(new_havs)
+        for hav in self.versions.dirty_havs.values():
+            HostAppVersion.objects.filter(pk=hav.pk).update(
+                n_jobs_today=hav.n_jobs_today, host_scale_time=hav.host_scale_time
+            )
+
+    def _lower_transition_times(self) -> None:
+        """The transitioner must look at each workunit when its new result times out
+        (deadline + grace period), as BOINC lowers transition_time on send."""
+        grace = timedelta(seconds=self.ctx.project.report_grace_period)
+        by_deadline: dict[object, list[int]] = {}
+        for result in self.sent_results:
+            assert result.report_deadline is not None
+            by_deadline.setdefault(result.report_deadline + grace, []).append(result.workunit_id)
+        for timeout, wu_ids in by_deadline.items():
+            Workunit.objects.filter(id__in=wu_ids).filter(
+                Q(transition_time__isnull=True) | Q(transition_time__gt=timeout)
+            ).update(transition_time=timeout)
+
+
+def send_general_work(dispatcher: Dispatcher) -> None:
+    """The general source: unsent results of apps this host can run, by priority then age."""
+    ctx, need = dispatcher.ctx, dispatcher.need
+    app_ids = [
+        app_id
+        for app_id, options in dispatcher.versions.options.items()
+        if any(need.needs(o.proc_type) for o in options)
+    ]
+    if not app_ids:
+        return
+    seen: set[int] = set()
+    for window_size in CANDIDATE_WINDOWS:
+        if not need.work_needed():
+            return
+        qs = Result.objects.filter(project=ctx.project, app_id__in=app_ids, server_state=ServerState.UNSENT)
+        if ctx.project.locality_scheduling:
+            # Issue 8 (locality): FILENAME__* work is sent only by the locality source, which
+            # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
+            qs = qs.filter(workunit__locality_file_name="")
+        if seen:
+            qs = qs.exclude(id__in=seen)
+        window = list(lock_unsent(qs.select_related("workunit").order_by("-priority", "id"))[:window_size])
+        if not window:
+            return
+        seen.update(r.id for r in window)
+        dispatcher.load_exclusions({r.workunit_id for r in window})
+        for result in window:
+            if not need.work_needed():
+                return
+            dispatcher.try_send(result)
+
+
+def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLimits:
+    """Per-host in-progress caps: the app's CPU/GPU limits and the project's per-device ones."""
+    host = ctx.host
+    assert host is not None
+    limits = InProgressLimits()
+    rows = Result.objects.filter(host=host, server_state=ServerState.IN_PROGRESS).values_list(
+        "app_id", "proc_type"
+    )
+    for app_id, proc_type in rows:
+        limits.add(app_id, ProcType(proc_type) if proc_type else ProcType.CPU)
+    ngpus = {c.type: c.count for c in ctx.req.coprocs if c.count > 0}
+    for app in versions.apps.values():
+        for proc in (ProcType.CPU, *ngpus):
+            per_app = app.max_gpu_jobs_in_progress if proc.is_gpu else app.max_jobs_in_progress
+            if per_app:
+                limits.app_limits[(app.id, proc)] = per_app
+    if ctx.project.max_wus_in_progress:
+        limits.resource_limits[ProcType.CPU] = ctx.project.max_wus_in_progress * host.p_ncpus
+    if ctx.project.max_wus_in_progress_gpu:
+        for proc, count in ngpus.items():
+            limits.resource_limits[proc] = ctx.project.max_wus_in_progress_gpu * count
+    return limits

@@ -1,0 +1,156 @@
+"""Authentication and host identification/update for a scheduler RPC."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from apps.hosts.models import Host, HostCoproc
+from apps.protocol import SchedulerRequest
+from apps.scheduler.services.context import RpcContext
+from apps.volunteers.models import Account
+
+HOST_FIELDS = [
+    "rpc_seqno",
+    "rpc_time",
+    "host_cpid",
+    "domain_name",
+    "last_ip_addr",
+    "timezone",
+    "platform_name",
+    "client_version",
+    "p_ncpus",
+    "p_vendor",
+    "p_model",
+    "p_features",
+    "p_fpops",
+    "p_iops",
+    "p_membw",
+    "os_name",
+    "os_version",
+    "m_nbytes",
+    "m_cache",
+    "m_swap",
+    "d_total",
+    "d_free",
+    "n_bwup",
+    "n_bwdown",
+    "on_frac",
+    "connected_frac",
+    "active_frac",
+    "gpu_active_frac",
+]
+
+
+def account_authenticate(ctx: RpcContext) -> Account | None:
+    authenticator = ctx.req.authenticator.strip()
+    if not authenticator:
+        return None
+    return (
+        Account.objects.select_related("team")
+        .filter(project=ctx.project, authenticator=authenticator)
+        .first()
+    )
+
+
+def host_identify(ctx: RpcContext) -> Host:
+    """Find the host this request is from, or create it (BOINC's rules, §2.5).
+
+    A known hostid of this account with rpc_seqno not going backwards is the host. A
+    lower rpc_seqno means the client's state file was copied to another computer, so
+    that computer gets a new host record. A request without hostid first tries the
+    account's host with the same host_cpid (a re-attach), then creates one.
+    """
+    req, account = ctx.req, ctx.account
+    assert account is not None
+    host = None
+    if req.hostid:
+        known = Host.objects.filter(id=req.hostid, project=ctx.project, account=account).first()
+        if known is not None and req.rpc_seqno >= known.rpc_seqno:
+            host = known
+    elif req.host_info.host_cpid:
+        host = (
+            Host.objects.filter(project=ctx.project, account=account, host_cpid=req.host_info.host_cpid)
+            .order_by("-id")
+            .first()
+        )
+    if host is None:
+        host = Host(project=ctx.project, account=account)
+    # The client must be told its host id whenever its own idea differs (then it resets rpc_seqno).
+    ctx.new_host = host.pk is None or host.pk != req.hostid
+    # The previous RPC's day, for the daily job counters, before this RPC overwrites it.
+    ctx.previous_rpc_day = host.last_rpc_day
+    host_update(host, req, now=ctx.now, remote_addr=ctx.remote_addr)
+    host.last_rpc_day = ctx.now.date()
+    if ctx.new_host:
+        host.rpc_seqno = 0
+    if host.pk is None:
+        host.save()
+    else:
+        host.save(update_fields=HOST_FIELDS)
+    coprocs_update(host, req)
+    return host
+
+
+def host_update(host: Host, req: SchedulerRequest, *, now: datetime, remote_addr: str) -> None:
+    info, ts = req.host_info, req.time_stats
+    host.rpc_seqno = req.rpc_seqno
+    host.rpc_time = now
+    host.host_cpid = info.host_cpid[:64]
+    host.domain_name = info.domain_name[:255]
+    host.last_ip_addr = (remote_addr or info.ip_addr)[:64]
+    host.timezone = info.timezone
+    host.platform_name = req.platform_name[:100]
+    host.client_version = (
+        f"{req.core_client_major_version}.{req.core_client_minor_version}.{req.core_client_release}"
+    )
+    host.p_ncpus = max(info.p_ncpus, 1)
+    host.p_vendor, host.p_model = info.p_vendor[:255], info.p_model[:255]
+    host.p_features = info.p_features[:4000]
+    host.p_fpops = info.p_fpops or host.p_fpops
+    host.p_iops = info.p_iops or host.p_iops
+    host.p_membw = info.p_membw
+    host.os_name, host.os_version = info.os_name[:255], info.os_version[:255]
+    host.m_nbytes, host.m_cache, host.m_swap = info.m_nbytes, info.m_cache, info.m_swap
+    host.d_total, host.d_free = info.d_total, info.d_free
+    host.n_bwup, host.n_bwdown = req.net_stats.bwup, req.net_stats.bwdown
+    host.on_frac, host.active_frac, host.gpu_active_frac = ts.on_frac, ts.active_frac, ts.gpu_active_frac
+    host.connected_frac = ts.connected_frac
+
+
+def _compute_capability(properties: tuple[tuple[str, str], ...]) -> int:
+    props = dict(properties)
+    try:
+        return int(props.get("major", "0")) * 100 + int(props.get("minor", "0"))
+    except ValueError:
+        return 0
+
+
+def coprocs_update(host: Host, req: SchedulerRequest) -> None:
+    """Keep one HostCoproc row per GPU type the client reports; write only on change."""
+    if not req.coprocs and not host.pk:
+        return
+    existing = {c.proc_type: c for c in host.coprocs.all()}
+    seen = set()
+    for coproc in req.coprocs:
+        if coproc.count <= 0 or coproc.type.value in seen:
+            continue
+        seen.add(coproc.type.value)
+        props = dict(coproc.properties)
+        values = {
+            "name": coproc.name[:255],
+            "count": coproc.count,
+            "peak_flops": coproc.peak_flops,
+            "available_ram": coproc.available_ram,
+            "have_opencl": props.get("have_opencl", "0").strip() in ("1", "true"),
+            "compute_capability": _compute_capability(coproc.properties),
+        }
+        row = existing.get(coproc.type.value)
+        if row is None:
+            HostCoproc.objects.create(host=host, proc_type=coproc.type.value, **values)
+        elif any(getattr(row, k) != v for k, v in values.items()):
+            for key, value in values.items():
+                setattr(row, key, value)
+            row.save()
+    stale = [pk for proc, row in existing.items() if proc not in seen for pk in [row.pk]]
+    if stale:
+        HostCoproc.objects.filter(pk__in=stale).delete()

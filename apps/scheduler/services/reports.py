@@ -1,0 +1,163 @@
+"""Reported results: record what the client says, acknowledge every report.
+
+A report is applied once. A replayed or duplicate report (the result is already over)
+changes nothing and is acknowledged again so the client stops resending it; a report
+of a result that is not this host's is acknowledged, ignored and explained.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from apps.applications.models import App
+from apps.credit.convert import HAV_STAT_FIELDS, credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
+from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
+from apps.hosts.models import HostAppVersion
+from apps.protocol import ReportedResult
+from apps.scheduler.services.context import RpcContext
+from apps.work.domain.states import (
+    EXIT_ABORTED_BY_CLIENT,
+    EXIT_ABORTED_BY_PROJECT,
+    EXIT_ABORTED_VIA_GUI,
+    ClientState,
+    Outcome,
+    ServerState,
+)
+from apps.work.models import OutputFile, Result, Workunit
+
+MAX_STDERR = 64 * 1024
+ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
+
+
+def report_outcome(report: ReportedResult) -> Outcome:
+    """Success only with files uploaded and exit status 0 (the client's own rule)."""
+    if report.state == ClientState.FILES_UPLOADED and report.exit_status == 0:
+        return Outcome.SUCCESS
+    return Outcome.CLIENT_ERROR
+
+
+def results_report(ctx: RpcContext) -> list[Result]:
+    """Apply the request's reports; returns the results that changed."""
+    reports = {r.name: r for r in ctx.req.results}
+    if not reports:
+        return []
+    ctx.acks.extend(reports)
+    host = ctx.host
+    assert host is not None
+    rows = {
+        r.name: r
+        for r in Result.objects.select_for_update(of=("self",))
+        .select_related("workunit", "app_version")
+        .filter(project=ctx.project, name__in=list(reports))
+    }
+    changed: list[Result] = []
+    for name, report in reports.items():
+        result = rows.get(name)
+        if result is None:
+            ctx.message(f"Result {name} is unknown to this project; it was acknowledged and dropped.")
+            continue
+        if result.host_id != host.id:
+            ctx.message(f"Result {name} was not sent to this computer; report ignored.")
+            continue
+        if result.server_state != ServerState.IN_PROGRESS:
+            continue  # a replay, or the server already gave up on it: nothing changes
+        _apply_report(ctx, result, report)
+        changed.append(result)
+    if changed:
+        Result.objects.bulk_update(
+            changed,
+            [
+                "server_state",
+                "outcome",
+                "client_state",
+                "received_time",
+                "exit_status",
+                "cpu_time",
+                "elapsed_time",
+                "stderr_out",
+                "fpops_cumulative",
+                "peak_working_set_size",
+            ],
+        )
+        Workunit.objects.filter(id__in={r.workunit_id for r in changed}).filter(
+            Q(transition_time__isnull=True) | Q(transition_time__gt=ctx.now)
+        ).update(transition_time=ctx.now)
+        _output_files_update(changed, reports)
+        _host_app_versions_update(ctx, changed)
+    return changed
+
+
+def _apply_report(ctx: RpcContext, result: Result, report: ReportedResult) -> None:
+    outcome = report_outcome(report)
+    result.server_state = ServerState.OVER
+    result.outcome = outcome
+    result.client_state = report.state
+    result.received_time = ctx.now
+    result.exit_status = report.exit_status
+    result.cpu_time = report.final_cpu_time
+    result.elapsed_time = report.final_elapsed_time
+    result.stderr_out = report.stderr_out[:MAX_STDERR]
+    result.fpops_cumulative = report.fpops_cumulative
+    result.peak_working_set_size = report.final_peak_working_set_size
+
+
+def _output_files_update(results: list[Result], reports: dict[str, ReportedResult]) -> None:
+    """Record the size and MD5 the client computed for each uploaded output."""
+    files = OutputFile.objects.filter(result__in=results).select_related("result")
+    to_save = []
+    for output in files:
+        report = reports[output.result.name]
+        for reported in report.files:
+            if reported.name == output.name:
+                output.md5_cksum = reported.md5_cksum[:32]
+                if not output.uploaded:
+                    # Until the upload handler has the whole file, only the client's word exists.
+                    output.nbytes = min(output.nbytes, int(reported.nbytes))
+                to_save.append(output)
+    if to_save:
+        OutputFile.objects.bulk_update(to_save, ["md5_cksum", "nbytes"])
+
+
+def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
+    """Seed 003 host punishment: a crash costs one job of the daily quota (an abort does
+    not), a success doubles it, and errors raise the error rate and start scale probation."""
+    host = ctx.host
+    assert host is not None
+    apps = {a.id: a for a in App.objects.filter(id__in={r.app_id for r in results})}
+    havs = {
+        (h.app_id, h.app_version_id, h.anonymous_proc_type): h
+        for h in HostAppVersion.objects.select_for_update().filter(host=host, app_id__in=apps)
+    }
+    touched: dict[int, HostAppVersion] = {}
+    for result in results:
+        key = (
+            result.app_id,
+            result.app_version_id,
+            "" if result.app_version_id else result.anonymous_proc_type,
+        )
+        hav = havs.get(key)
+        if hav is None:
+            continue
+        app = apps[result.app_id]
+        reference = result.app_version.pfc_avg if result.app_version else app.min_avg_pfc
+        stats = host_app_version_on_outcome(
+            hav_stats(hav),
+            result_job_outcome(result),
+            now=ctx.now_unix,
+            delay_bound=result.workunit.delay_bound,
+            reference_pfc_avg=reference,
+            max_jobs_per_day_init=max_jobs_per_day_init(app, ctx.project),
+            policy=credit_policy(app),
+        )
+        hav_apply(hav, stats)
+        touched[hav.pk] = hav
+    if touched:
+        HostAppVersion.objects.bulk_update(list(touched.values()), HAV_STAT_FIELDS)
+
+
+def result_job_outcome(result: Result) -> JobOutcome:
+    """How the host is judged for a reported result (success, crash, or abort)."""
+    if result.outcome == Outcome.SUCCESS:
+        return JobOutcome.SUCCESS
+    aborted = result.client_state == ClientState.ABORTED or result.exit_status in ABORT_EXIT_STATUSES
+    return JobOutcome.CLIENT_ABORTED if aborted else JobOutcome.CLIENT_ERROR

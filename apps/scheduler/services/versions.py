@@ -1,0 +1,222 @@
+"""Which app versions can run on this host, how fast, and whether today's quota allows them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from apps.applications.domain.plan_classes import (
+    BUILTIN_PLAN_CLASSES,
+    GpuInfo,
+    HostResources,
+    PlanClassSpec,
+    resource_usage,
+)
+from apps.applications.models import App, AppVersion, PlanClass
+from apps.core.domain.resources import ProcType
+from apps.credit.convert import hav_stats, max_jobs_per_day_init
+from apps.credit.domain.quota import effective_daily_quota, roll_daily_count
+from apps.credit.domain.runtime import estimate_flops
+from apps.credit.domain.stats import HostAppVersionStats
+from apps.hosts.models import HostAppVersion
+from apps.protocol import ClientAppVersion
+from apps.scheduler.domain.policy import VersionOption
+from apps.scheduler.services.context import RpcContext
+
+
+@dataclass(slots=True)
+class HostVersions:
+    """Everything the dispatcher needs to know about versions for one RPC."""
+
+    apps: dict[int, App]
+    options: dict[int, list[VersionOption]]  # app id -> usable versions
+    versions: dict[int, AppVersion] = field(default_factory=dict)  # by id (non-anonymous)
+    client_versions: dict[int, ClientAppVersion] = field(default_factory=dict)  # anonymous, by index
+    havs: dict[tuple[int, int | None, str], HostAppVersion] = field(default_factory=dict)
+    resources_with_versions: set[ProcType] = field(default_factory=set)
+    quota_limits: dict[tuple[int, int | None, str], int] = field(default_factory=dict)  # 0 = no quota
+    quota_reached: set[int] = field(default_factory=set)  # apps refused today because of it
+    dirty_havs: dict[int, HostAppVersion] = field(default_factory=dict)  # rows to write back
+
+    def hav_key(self, option: VersionOption) -> tuple[int, int | None, str]:
+        if option.anonymous:
+            return (option.app_id, None, option.proc_type.value)
+        return (option.app_id, option.key, "")
+
+    def quota_allows(self, option: VersionOption) -> bool:
+        """Per job, not only per version choice (BOINC's bug #3073 was checking it once)."""
+        key = self.hav_key(option)
+        limit = self.quota_limits.get(key, 0)
+        if not limit:
+            return True
+        hav = self.havs.get(key)
+        return (hav.n_jobs_today if hav is not None else 0) < limit
+
+
+def host_resources(ctx: RpcContext) -> HostResources:
+    req = ctx.req
+    gpus = {}
+    for coproc in req.coprocs:
+        if coproc.count <= 0 or coproc.type in gpus:
+            continue
+        props = dict(coproc.properties)
+        try:
+            capability = int(props.get("major", "0")) * 100 + int(props.get("minor", "0"))
+        except ValueError:
+            capability = 0
+        gpus[coproc.type] = GpuInfo(
+            count=coproc.count,
+            peak_flops=coproc.peak_flops,
+            available_ram_mb=coproc.available_ram / 1e6,
+            have_opencl=props.get("have_opencl", "0").strip() in ("1", "true"),
+            compute_capability=capability,
+        )
+    return HostResources(p_ncpus=max(req.host_info.p_ncpus, 1), p_fpops=ctx.host.p_fpops, gpus=gpus)
+
+
+def _spec_for(version: AppVersion, named: dict[str, PlanClassSpec]) -> PlanClassSpec:
+    """Usage from the version row (resolved when it was added); requirements from its class."""
+    base = named.get(version.plan_class) or BUILTIN_PLAN_CLASSES.get(version.plan_class) or PlanClassSpec("")
+    return replace(
+        base,
+        proc_type=ProcType(version.proc_type),
+        avg_ncpus=version.avg_ncpus,
+        multi_thread=version.multi_thread,
+        max_ncpus=version.max_ncpus,
+        gpu_usage=version.gpu_usage,
+    )
+
+
+def host_versions(ctx: RpcContext) -> HostVersions:
+    """Usable versions per app, with projected FLOPS (seed 003 runtime estimates)."""
+    host = ctx.host
+    assert host is not None
+    apps = {a.id: a for a in App.objects.filter(project=ctx.project, deprecated=False)}
+    ctx.apps = apps
+    result = HostVersions(apps=apps, options={app_id: [] for app_id in apps})
+    havs = {
+        (h.app_id, h.app_version_id, h.anonymous_proc_type): h
+        for h in HostAppVersion.objects.filter(host=host, app_id__in=apps)
+    }
+    result.havs = havs
+    resources = host_resources(ctx)
+    if ctx.req.is_anonymous_platform:
+        _anonymous_options(ctx, result, resources)
+    else:
+        _project_options(ctx, result, resources)
+    _apply_quotas(ctx, result)
+    return result
+
+
+def _project_options(ctx: RpcContext, out: HostVersions, resources: HostResources) -> None:
+    named = {
+        pc.name: PlanClassSpec(
+            name=pc.name,
+            proc_type=ProcType(pc.proc_type),
+            min_gpu_ram_mb=pc.min_gpu_ram_mb,
+            needs_opencl=pc.needs_opencl,
+            min_compute_capability=pc.min_compute_capability,
+        )
+        for pc in PlanClass.objects.filter(project=ctx.project)
+    }
+    client_version = ctx.req.client_version
+    versions = (
+        AppVersion.objects.filter(app_id__in=out.apps, deprecated=False, platform__name__in=ctx.req.platforms)
+        .select_related("platform")
+        .prefetch_related("files")
+    )
+    for version in versions:
+        out.resources_with_versions.add(ProcType(version.proc_type))
+        if version.min_core_version and client_version < version.min_core_version:
+            continue
+        if version.max_core_version and client_version > version.max_core_version:
+            continue
+        usage = resource_usage(_spec_for(version, named), resources)
+        if usage is None:
+            continue
+        hav = out.havs.get((version.app_id, version.id, ""))
+        flops = estimate_flops(
+            peak_flops=usage.peak_flops,
+            hav_et=hav.et if hav else None,
+            hav_pfc=hav.pfc if hav else None,
+            av_pfc=version.pfc,
+        ).flops
+        out.versions[version.id] = version
+        out.options[version.app_id].append(
+            VersionOption(
+                key=version.id,
+                app_id=version.app_id,
+                proc_type=usage.proc_type,
+                projected_flops=flops,
+                peak_flops=usage.peak_flops,
+                avg_ncpus=usage.avg_ncpus,
+                gpu_usage=usage.gpu_usage,
+            )
+        )
+
+
+def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResources) -> None:
+    """Anonymous platform: the client's own app_versions are the menu (seed 003 -2/-3/-4)."""
+    by_name = {a.name: a for a in out.apps.values()}
+    for index, cav in enumerate(ctx.req.app_versions):
+        app = by_name.get(cav.app_name)
+        if app is None:
+            continue
+        gpu = cav.coprocs[0] if cav.coprocs else None
+        proc_type = gpu.type if gpu else ProcType.CPU
+        gpu_usage = gpu.count if gpu else 0.0
+        out.resources_with_versions.add(proc_type)
+        gpu_info = resources.gpus.get(proc_type) if gpu else None
+        if gpu and gpu_info is None:
+            continue
+        peak = cav.avg_ncpus * resources.p_fpops + (gpu_usage * gpu_info.peak_flops if gpu_info else 0.0)
+        hav = out.havs.get((app.id, None, proc_type.value))
+        flops = (
+            cav.flops
+            if cav.flops > 0
+            else estimate_flops(peak_flops=peak, hav_et=hav.et if hav else None).flops
+        )
+        out.client_versions[index] = cav
+        out.options[app.id].append(
+            VersionOption(
+                key=index,
+                app_id=app.id,
+                proc_type=proc_type,
+                projected_flops=flops,
+                peak_flops=peak,
+                avg_ncpus=cav.avg_ncpus,
+                gpu_usage=gpu_usage,
+                anonymous=True,
+            )
+        )
+
+
+def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
+    """Each option's daily job limit (seed 003 host punishment), checked per job later.
+
+    n_jobs_today restarts on a new UTC day; the limit is max_jobs_per_day × CPUs (or GPUs
+    × gpu_multiplier), and 1 when the host has been punished down to 1.
+    """
+    host = ctx.host
+    assert host is not None
+    ngpus = {c.type: c.count for c in ctx.req.coprocs}
+    for app_id, options in out.options.items():
+        app = out.apps[app_id]
+        init = max_jobs_per_day_init(app, ctx.project)
+        for option in options:
+            key = out.hav_key(option)
+            hav = out.havs.get(key)
+            stats = hav_stats(hav) if hav is not None else HostAppVersionStats()
+            if hav is not None:
+                rolled = roll_daily_count(stats, last_rpc_day=ctx.previous_rpc_day, now=ctx.now_unix)
+                if rolled.n_jobs_today != hav.n_jobs_today:
+                    hav.n_jobs_today = rolled.n_jobs_today
+                    out.dirty_havs[hav.pk] = hav
+                stats = rolled
+            out.quota_limits[key] = effective_daily_quota(
+                stats,
+                max_jobs_per_day_init=init,
+                is_gpu=option.proc_type.is_gpu,
+                ncpus=host.p_ncpus,
+                ngpus=ngpus.get(option.proc_type, 0),
+                gpu_multiplier=ctx.project.gpu_multiplier,
+            )

@@ -1,0 +1,80 @@
+"""The admin's "Create work" form: create_work for people who prefer a browser."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+
+from apps.applications.models import App
+from apps.work.models import Workunit
+from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
+
+
+class CreateWorkForm(forms.Form):
+    app = forms.ModelChoiceField(queryset=App.objects.select_related("project").filter(deprecated=False))
+    name_prefix = forms.CharField(max_length=100, help_text="Workunits are named PREFIX_0, PREFIX_1, ...")
+    count = forms.IntegerField(min_value=1, max_value=10000, initial=1)
+    input_file = forms.FileField(required=False, help_text="Optional input file shared by the jobs")
+    input_open_name = forms.CharField(max_length=254, initial="in.txt", required=False)
+    output_open_name = forms.CharField(max_length=254, initial="out.txt")
+    output_max_nbytes = forms.IntegerField(min_value=1, initial=1_000_000)
+    rsc_fpops_est = forms.FloatField(min_value=0, initial=3.6e12)
+    rsc_fpops_bound = forms.FloatField(min_value=0, initial=8.64e13)
+    delay_bound = forms.FloatField(min_value=1, required=False, help_text="Seconds; empty = the app's")
+    min_quorum = forms.IntegerField(min_value=1, required=False)
+    target_nresults = forms.IntegerField(min_value=1, required=False)
+    priority = forms.IntegerField(initial=0)
+    batch = forms.IntegerField(min_value=0, initial=0)
+    command_line = forms.CharField(max_length=1000, required=False)
+
+
+def create_work_view(request: HttpRequest) -> HttpResponse:
+    form = CreateWorkForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        with tempfile.TemporaryDirectory() as scratch:
+            inputs: tuple[InputSpec, ...] = ()
+            upload = data["input_file"]
+            if upload is not None:
+                path = Path(scratch) / Path(upload.name).name
+                with path.open("wb") as out:
+                    for chunk in upload.chunks():
+                        out.write(chunk)
+                inputs = (InputSpec(path=path, open_name=data["input_open_name"] or path.name),)
+            outputs = (OutputSpec(open_name=data["output_open_name"], max_nbytes=data["output_max_nbytes"]),)
+            jobs = [
+                JobSpec(
+                    name=f"{data['name_prefix']}_{i}",
+                    inputs=inputs,
+                    outputs=outputs,
+                    command_line=data["command_line"],
+                    rsc_fpops_est=data["rsc_fpops_est"],
+                    rsc_fpops_bound=data["rsc_fpops_bound"],
+                    delay_bound=data["delay_bound"],
+                    min_quorum=data["min_quorum"],
+                    target_nresults=data["target_nresults"],
+                    priority=data["priority"],
+                    batch=data["batch"],
+                )
+                for i in range(data["count"])
+            ]
+            try:
+                created = workunits_create(project=data["app"].project, app=data["app"], jobs=jobs)
+            except WorkError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(request, f"Created {len(created)} workunit(s) for {data['app']}.")
+                return HttpResponseRedirect(reverse("admin:work_workunit_changelist"))
+    context = {
+        **admin.site.each_context(request),
+        "title": "Create work",
+        "form": form,
+        "opts": Workunit._meta,
+    }
+    return TemplateResponse(request, "admin/work/workunit/create_work.html", context)

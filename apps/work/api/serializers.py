@@ -1,0 +1,108 @@
+"""Operators' API: JSON shapes of workunits and results, and the batch work-creation request."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from apps.work.models import Result, Workunit
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    workunit = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Result
+        fields = [
+            "id",
+            "name",
+            "workunit",
+            "app",
+            "server_state",
+            "outcome",
+            "client_state",
+            "validate_state",
+            "host",
+            "sent_time",
+            "report_deadline",
+            "received_time",
+            "exit_status",
+            "elapsed_time",
+            "cpu_time",
+            "claimed_credit",
+            "granted_credit",
+            "platform",
+            "version_num",
+            "plan_class",
+        ]
+
+
+class WorkunitSerializer(serializers.ModelSerializer):
+    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = Workunit
+        fields = [
+            "id",
+            "name",
+            "app",
+            "batch",
+            "priority",
+            "create_time",
+            "rsc_fpops_est",
+            "rsc_fpops_bound",
+            "rsc_memory_bound",
+            "rsc_disk_bound",
+            "delay_bound",
+            "min_quorum",
+            "target_nresults",
+            "max_error_results",
+            "max_total_results",
+            "max_success_results",
+            "need_validate",
+            "canonical_result",
+            "error_mask",
+            "assimilate_state",
+            "file_delete_state",
+            "transition_time",
+        ]
+
+
+class InputSpecSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=254)
+    open_name = serializers.CharField(max_length=254, required=False, allow_blank=True)
+    content_base64 = serializers.CharField(
+        required=False, help_text="File content; omit to use a staged file"
+    )
+    sticky = serializers.BooleanField(default=False)
+
+
+class OutputSpecSerializer(serializers.Serializer):
+    open_name = serializers.CharField(max_length=254)
+    max_nbytes = serializers.IntegerField(min_value=1)
+    gzip_when_done = serializers.BooleanField(default=False)
+    optional = serializers.BooleanField(default=False)
+
+
+class JobSpecSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=254, required=False, allow_blank=True)
+    command_line = serializers.CharField(max_length=1000, required=False, allow_blank=True)
+    rsc_fpops_est = serializers.FloatField(min_value=0, required=False)
+    rsc_fpops_bound = serializers.FloatField(min_value=0, required=False)
+    rsc_memory_bound = serializers.FloatField(min_value=0, required=False)
+    rsc_disk_bound = serializers.FloatField(min_value=0, required=False)
+    delay_bound = serializers.FloatField(min_value=1, required=False)
+    min_quorum = serializers.IntegerField(min_value=1, required=False)
+    target_nresults = serializers.IntegerField(min_value=1, required=False)
+    max_error_results = serializers.IntegerField(min_value=0, required=False)
+    max_total_results = serializers.IntegerField(min_value=1, required=False)
+    max_success_results = serializers.IntegerField(min_value=1, required=False)
+    priority = serializers.IntegerField(required=False, default=0)
+    batch = serializers.IntegerField(min_value=0, required=False, default=0)
+    inputs = InputSpecSerializer(many=True, required=False, default=list)
+    outputs = OutputSpecSerializer(many=True, required=False)
+
+
+class BatchCreateSerializer(serializers.Serializer):
+    appname = serializers.CharField(max_length=100)
+    jobs = JobSpecSerializer(many=True, allow_empty=False, max_length=10000)

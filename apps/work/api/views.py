@@ -1,0 +1,120 @@
+"""Operators' JSON API for work: list/filter workunits and results; create a batch of jobs."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import tempfile
+from pathlib import Path
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.applications.models import App
+from apps.projects.models import Project
+from apps.work.api.filters import ResultFilterSet, WorkunitFilterSet
+from apps.work.api.serializers import BatchCreateSerializer, ResultSerializer, WorkunitSerializer
+from apps.work.models import Result, Workunit
+from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
+from apps.work.services.create import DEFAULT_OUTPUTS
+
+
+class ProjectScopedMixin:
+    kwargs: dict
+
+    def project(self) -> Project:
+        return get_object_or_404(Project, slug=self.kwargs["slug"])
+
+
+class WorkunitViewSet(
+    ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Workunits of a project; POST a batch of jobs to create them (create_work)."""
+
+    serializer_class = WorkunitSerializer
+    filterset_class = WorkunitFilterSet
+    lookup_field = "name"
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return (
+            Workunit.objects.filter(project__slug=self.kwargs["slug"]).select_related("app").order_by("-id")
+        )
+
+    @extend_schema(request=BatchCreateSerializer, responses={201: WorkunitSerializer(many=True)})
+    def create(self, request: Request, slug: str) -> Response:
+        project = self.project()
+        batch = BatchCreateSerializer(data=request.data)
+        batch.is_valid(raise_exception=True)
+        app = App.objects.filter(project=project, name=batch.validated_data["appname"]).first()
+        if app is None:
+            return Response({"appname": ["no such app in this project"]}, status=status.HTTP_400_BAD_REQUEST)
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                jobs = [job_spec(data, Path(scratch)) for data in batch.validated_data["jobs"]]
+                created = workunits_create(project=project, app=app, jobs=jobs)
+            except WorkError as exc:
+                return Response({"error": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(WorkunitSerializer(created, many=True).data, status=status.HTTP_201_CREATED)
+
+
+def job_spec(data: dict, scratch: Path) -> JobSpec:
+    inputs = []
+    for spec in data.get("inputs", []):
+        path = None
+        if spec.get("content_base64") is not None:
+            try:
+                content = base64.b64decode(spec["content_base64"], validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise WorkError(f"input {spec['name']!r}: content_base64 is not valid base64") from exc
+            if "/" in spec["name"] or spec["name"].startswith("."):
+                raise WorkError(f"unsafe input file name {spec['name']!r}")
+            path = scratch / spec["name"]
+            path.write_bytes(content)
+        inputs.append(
+            InputSpec(
+                path=path,
+                name=spec["name"],
+                open_name=spec.get("open_name", ""),
+                sticky=spec.get("sticky", False),
+            )
+        )
+    outputs = tuple(OutputSpec(**o) for o in data["outputs"]) if data.get("outputs") else DEFAULT_OUTPUTS
+    keys = (
+        "command_line",
+        "rsc_fpops_est",
+        "rsc_fpops_bound",
+        "rsc_memory_bound",
+        "rsc_disk_bound",
+        "delay_bound",
+        "min_quorum",
+        "target_nresults",
+        "max_error_results",
+        "max_total_results",
+        "max_success_results",
+        "priority",
+        "batch",
+    )
+    return JobSpec(
+        name=data.get("name", ""),
+        inputs=tuple(inputs),
+        outputs=outputs,
+        **{k: data[k] for k in keys if k in data},
+    )
+
+
+class ResultViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Results of a project, filterable by state, app, host and workunit."""
+
+    serializer_class = ResultSerializer
+    filterset_class = ResultFilterSet
+    lookup_field = "name"
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return (
+            Result.objects.filter(project__slug=self.kwargs["slug"])
+            .select_related("app", "workunit")
+            .order_by("-id")
+        )
