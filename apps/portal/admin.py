@@ -1,15 +1,37 @@
-"""The project admin with its dashboard (server status counts, daemon runs)."""
+"""The project admin with its dashboard (server status counts, daemon runs) and daemon pausing."""
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from apps.portal.dashboard import project_dashboard_view
 from apps.projects.models import Project
+from apps.projects.services import project_daemons_set_paused
+from boincproj.celery import DEFAULT_SCHEDULE
+
+DAEMON_CHOICES = [(e.name, f"{e.name}: {e.description}") for e in DEFAULT_SCHEDULE]
+
+
+class ProjectAdminForm(forms.ModelForm):
+    paused_daemons = forms.MultipleChoiceField(
+        choices=DAEMON_CHOICES,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Periodic tasks checked here skip this project until unchecked (run_daemons too).",
+    )
+
+    class Meta:
+        model = Project
+        fields = ["paused_daemons"]  # the admin adds the fieldsets' fields
 
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectAdminForm
+    actions = ["pause_daemons", "resume_daemons"]
     list_display = ["slug", "name", "master_link", "locality_scheduling", "sched_stopped", "dashboard_link"]
     search_fields = ["slug", "name"]
     readonly_fields = [
@@ -44,6 +66,7 @@ class ProjectAdmin(admin.ModelAdmin):
                     "min_passwd_length",
                     "min_core_client_version",
                     "paused_daemons",
+                    "purge_min_age_days",
                 ]
             },
         ),
@@ -74,6 +97,7 @@ class ProjectAdmin(admin.ModelAdmin):
                     "locality_scheduling_sorted_order",
                     "locality_scheduling_wait_period",
                     "locality_trigger_dir",
+                    "locality_work_generator",
                 ]
             },
         ),
@@ -82,10 +106,33 @@ class ProjectAdmin(admin.ModelAdmin):
             "Keys",
             {
                 "classes": ["collapse"],
-                "fields": ["code_sign_public_key", "code_sign_key_signature", "upload_public_key"],
+                "fields": [
+                    "code_sign_public_key",
+                    "code_sign_key_signature",
+                    "upload_public_key",
+                    "ignore_upload_certificates",
+                ],
             },
         ),
     ]
+
+    @admin.action(description="Pause all periodic daemons of the selected projects")
+    def pause_daemons(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
+        n = project_daemons_set_paused(
+            project_ids=list(queryset.values_list("id", flat=True)),
+            daemons=[name for name, _ in DAEMON_CHOICES],
+            paused=True,
+        )
+        self.message_user(request, f"Periodic daemons paused for {n} project(s).", messages.SUCCESS)
+
+    @admin.action(description="Resume all periodic daemons of the selected projects")
+    def resume_daemons(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
+        n = project_daemons_set_paused(
+            project_ids=list(queryset.values_list("id", flat=True)),
+            daemons=[name for name, _ in DAEMON_CHOICES],
+            paused=False,
+        )
+        self.message_user(request, f"Periodic daemons resumed for {n} project(s).", messages.SUCCESS)
 
     @admin.display(description="Master URL")
     def master_link(self, obj: Project) -> str:

@@ -71,6 +71,14 @@ class Project(models.Model):
         blank=True,
         help_text="If set, also honour BOINC's trigger directories (need_work, no_work_available, ...) here.",
     )
+    locality_work_generator = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=(
+            "Dotted path of the on-demand work generator called for 'need work for file X' signals "
+            "(e.g. apps.locality.generators.example_work_generator); empty = none in-process."
+        ),
+    )
 
     # Credit (seed 003); per-app options live on the app.
     credit_by_app = models.BooleanField(default=True, help_text="Keep per-app credit for users and teams.")
@@ -86,8 +94,17 @@ class Project(models.Model):
     )
     upload_public_key = models.TextField(blank=True)
     upload_private_key = models.TextField(blank=True)
+    ignore_upload_certificates = models.BooleanField(
+        default=False,
+        help_text="Accept uploads without checking their signed authorization (BOINC's option of this name).",
+    )
     paused_daemons = models.JSONField(
         default=list, blank=True, help_text="Names of periodic daemons paused for this project."
+    )
+    purge_min_age_days = models.FloatField(
+        default=7,
+        validators=[MinValueValidator(0)],
+        help_text="db_purge archives and deletes finished workunits this many days after their last report.",
     )
 
     class Meta:

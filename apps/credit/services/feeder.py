@@ -1,0 +1,60 @@
+"""The main feeder's cross-version normalization, every 10 minutes (seed 003 "Feeder changes")."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.applications.models import App, AppVersion
+from apps.credit.convert import credit_policy
+from apps.credit.domain.cross_project import PlanClassScale as PlanClassScaleValue
+from apps.credit.domain.normalization import VersionPfc, normalize_app_versions
+from apps.credit.models import PlanClassScale
+from apps.projects.models import Project
+from apps.projects.services import DaemonPass, daemon_lock
+
+
+def credit_normalize_app(*, app_id: int) -> int:
+    """Recompute the app's versions' pfc_scale and app.min_avg_pfc (seed 003 "Feeder changes").
+
+    Rows are locked while read and written, so a concurrent validator's pfc sample lands
+    either before (and is counted) or after (and is kept). Returns the rows changed.
+    """
+    with transaction.atomic():
+        app = App.objects.select_for_update().get(id=app_id)
+        versions = list(
+            AppVersion.objects.select_for_update().filter(app=app, deprecated=False).order_by("id")
+        )
+        cross = [
+            PlanClassScaleValue(
+                plan_class=p.plan_class, scale=p.scale, weight=p.weight, n_versions=p.n_versions
+            )
+            for p in PlanClassScale.objects.all()
+        ]
+        result = normalize_app_versions(
+            [VersionPfc(v.id, v.is_gpu, v.pfc, v.plan_class) for v in versions],
+            policy=credit_policy(app),
+            cross_project=cross,
+        )
+        changed = 0
+        if result.min_avg_pfc is not None and result.min_avg_pfc != app.min_avg_pfc:
+            app.min_avg_pfc = result.min_avg_pfc
+            app.save(update_fields=["min_avg_pfc"])
+            changed += 1
+        by_id = {v.id: v for v in versions}
+        for scale in result.scales:
+            version = by_id.get(scale.app_version_id)
+            if version is not None and version.pfc_scale != scale.pfc_scale:
+                version.pfc_scale = scale.pfc_scale
+                version.save(update_fields=["pfc_scale"])
+                changed += 1
+    return changed
+
+
+def credit_normalize_project(*, project: Project) -> DaemonPass:
+    """The main feeder's pass for every app of the project; one at a time across workers."""
+    with daemon_lock(f"credit.normalize:{project.pk}") as held:
+        if not held:
+            return DaemonPass(message="skipped: another feeder pass is running")
+        app_ids = list(App.objects.filter(project=project, deprecated=False).values_list("id", flat=True))
+        changed = sum(credit_normalize_app(app_id=app_id) for app_id in app_ids)
+    return DaemonPass(items=changed, message=f"{len(app_ids)} apps")

@@ -1,0 +1,33 @@
+"""Celery tasks of the credit daemons: the feeder's normalization and the daily statistics.
+
+Names match boincproj.celery.DEFAULT_SCHEDULE; each runs one recorded pass per project that
+has not paused it (DaemonRun names "feeder" and "update_stats").
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from apps.core import clock
+from apps.credit.services import credit_normalize_project, credit_update_stats
+from apps.projects.services import daemon_run_for_projects
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="credit.normalize", time_limit=600, soft_time_limit=540)
+def normalize_task() -> dict[str, int]:
+    outcome = daemon_run_for_projects(daemon="feeder", run=lambda p: credit_normalize_project(project=p))
+    logger.info("feeder: %d rows changed, %d errors", outcome.items, outcome.errors)
+    return {"items": outcome.items, "errors": outcome.errors}
+
+
+@shared_task(name="credit.update_stats", time_limit=3600, soft_time_limit=3540)
+def update_stats_task() -> dict[str, int]:
+    outcome = daemon_run_for_projects(
+        daemon="update_stats", run=lambda p: credit_update_stats(project=p, now=clock.now())
+    )
+    logger.info("update_stats: %d rows, %d errors", outcome.items, outcome.errors)
+    return {"items": outcome.items, "errors": outcome.errors}

@@ -1,0 +1,95 @@
+"""The public status page, ``/<slug>/server_status.php`` (BOINC's html/user/server_status.php).
+
+HTML for people; ``?xml=1`` gives BOINC's XML export (apps.protocol.server_status) for the
+sites that aggregate the status of many projects. Daemon states come from the DaemonRun
+records of the periodic tasks: "running" if the daemon ran within a few of its periods.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from apps.applications.models import App
+from apps.core import clock
+from apps.portal.selectors import ServerStatus, server_status_get
+from apps.projects.models import Project
+from apps.protocol.server_status import AppTasks, DaemonState, ServerStatusDoc, render_server_status
+
+# Status aggregators poll this; BOINC caches it for an hour. A minute keeps it cheap and fresh.
+CACHE_SECONDS = 60
+
+
+def _hours(seconds: float | None) -> float:
+    return round((seconds or 0.0) / 3600, 2)
+
+
+def _daemon_states(status: ServerStatus) -> tuple[DaemonState, ...]:
+    host = urlsplit(status.project.master_url).hostname or ""
+    scheduler = DaemonState(host, "Scheduler", "disabled" if status.project.sched_stopped else "running")
+    return (scheduler, *(DaemonState(host, d.name, d.state) for d in status.daemons))
+
+
+def _document(status: ServerStatus, update_time: int) -> ServerStatusDoc:
+    ids = dict(App.objects.filter(project=status.project).values_list("name", "id"))
+    return ServerStatusDoc(
+        update_time=update_time,
+        daemons=_daemon_states(status),
+        results_ready_to_send=status.results_ready_to_send,
+        results_in_progress=status.results_in_progress,
+        workunits_waiting_for_validation=status.workunits_waiting_validation,
+        workunits_waiting_for_assimilation=status.workunits_waiting_assimilation,
+        workunits_waiting_for_deletion=status.workunits_waiting_deletion,
+        results_waiting_for_deletion=status.results_waiting_deletion,
+        transitioner_backlog_hours=float(status.transitioner_backlog_hours),
+        users_with_recent_credit=status.users_with_recent_credit,
+        users_with_credit=status.users_with_credit,
+        users_registered_in_past_24_hours=status.users_last_24h,
+        hosts_with_recent_credit=status.hosts_with_recent_credit,
+        hosts_with_credit=status.hosts_with_credit,
+        hosts_registered_in_past_24_hours=status.hosts_last_24h,
+        current_floating_point_speed=float(status.current_gflops),
+        apps=tuple(
+            AppTasks(
+                id=ids.get(a.name, 0),
+                name=a.name,
+                unsent=a.unsent,
+                in_progress=a.in_progress,
+                avg_runtime=_hours(a.avg_runtime),
+                min_runtime=_hours(a.min_runtime),
+                max_runtime=_hours(a.max_runtime),
+                users=a.users_last_24h,
+            )
+            for a in status.apps
+        ),
+    )
+
+
+def _wants_xml(request: HttpRequest) -> bool:
+    # BOINC reads get_int('xml'): any non-zero number selects the XML export.
+    value = request.GET.get("xml", "0")
+    return value.lstrip("-").isdigit() and int(value) != 0
+
+
+@require_GET
+def server_status(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    now = clock.now()
+    status = server_status_get(project=project, now=now)
+    doc = _document(status, int(now.timestamp()))
+    if _wants_xml(request):
+        response = HttpResponse(render_server_status(doc), content_type="text/xml; charset=utf-8")
+    else:
+        context = {
+            "project": project,
+            "status": status,
+            "daemons": doc.daemons,
+            "apps": list(zip(status.apps, doc.apps, strict=True)),
+            "now": now,
+        }
+        response = render(request, "portal/server_status.html", context)
+    response["Cache-Control"] = f"public, max-age={CACHE_SECONDS}"
+    return response

@@ -1,0 +1,638 @@
+"""bench_pipeline: workunits per second through the whole pipeline, embedded and distributed.
+
+Every run uses a throwaway database and data area, never the configured ones:
+
+* embedded: an SQLite file; in one process, simulated hosts speak the XML protocol to the
+  scheduler view in-process and the daemons run inline (``daemons_round``) until every
+  workunit is assimilated.
+* distributed (when COBBLESTONE_TEST_DATABASE_URL or DATABASE_URL names a PostgreSQL server and
+  COBBLESTONE_TEST_REDIS_URL or CELERY_BROKER_URL a Redis one): a fresh PostgreSQL database,
+  two gunicorn web processes and two Celery workers on loopback; simulated hosts talk HTTP to
+  both web processes and the daemon tasks are sent to the workers (two of each at a time, so
+  the claims are exercised) until every workunit is assimilated.
+
+The schema comes from ``migrate``; while the migrations lag behind the models (during
+development) it is created from the models instead (``migrate --run-syncdb`` with migrations
+off), and the table says which.
+
+Simulated hosts compute instantly and upload deterministic outputs, so replicas agree. Outputs
+go through the upload handler when the project has one (``/<slug>/file_upload_handler``);
+otherwise they are written into the upload area and marked uploaded directly (what the
+handler does). ``--role`` runs one part in a subprocess; the orchestrating run starts them.
+``tests/backend/test_distributed.py`` runs the distributed setup with ``run_distributed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from django.apps import apps as django_apps
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.urls import Resolver404, resolve
+
+BASE_DIR = Path(settings.BASE_DIR)
+PLATFORM = "x86_64-pc-linux-gnu"
+SLUG = "bench"
+APP = "bench"
+Post = Callable[[str, bytes], bytes]
+
+
+# --- the parts, run with --role in a process whose DATABASE_URL is the throwaway database ----
+
+
+def schema_create() -> str:
+    """Create the schema: migrations if they cover the models, else straight from the models."""
+    try:
+        call_command("makemigrations", check=True, dry_run=True, verbosity=0)
+        call_command("migrate", interactive=False, verbosity=0)
+        return "migrations"
+    except SystemExit:
+        settings.MIGRATION_MODULES = {c.label: None for c in django_apps.get_app_configs()}
+        call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)
+        return "models (migrations lag behind)"
+
+
+def record_assimilation(workunit: Any, canonical_result: Any, output_paths: list[Path]) -> str:
+    """An assimilator hook that copies the outputs and logs the workunit's name once per call,
+    so a check can prove no workunit was handed over twice."""
+    from apps.work.services.assimilator import copy_outputs
+
+    path = copy_outputs(workunit, canonical_result, output_paths)
+    log = workunit.project.results_dir / "assimilated.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, f"{workunit.name}\n".encode())
+    finally:
+        os.close(fd)
+    return path
+
+
+def pipeline_setup(*, jobs: int, hosts: int, min_quorum: int = 2) -> dict[str, Any]:
+    """A project with one app (bitwise validator, recording assimilator), a version for
+    Linux, ``jobs`` workunits and one account per simulated host."""
+    from apps.applications.services import AppFileSpec, app_create, app_version_add
+    from apps.projects.services import project_create
+    from apps.volunteers.models import Account, Team, passwd_hash
+    from apps.work.services import JobSpec, workunits_create
+
+    project = project_create(slug=SLUG, name="Pipeline bench").project
+    project.request_delay = 0
+    project.save()
+    app = app_create(
+        project=project,
+        name=APP,
+        min_quorum=min_quorum,
+        target_nresults=min_quorum,
+        assimilator=f"{__name__}.record_assimilation",
+    )
+    worker = project.data_dir / "worker.sh"
+    worker.write_text("#!/bin/sh\necho done\n")
+    app_version_add(
+        project=project,
+        app_name=APP,
+        version_num=100,
+        platform_name=PLATFORM,
+        files=[AppFileSpec(path=worker)],
+    )
+    specs = [JobSpec(name=f"job{i:05d}", rsc_fpops_est=1e11, rsc_fpops_bound=1e13) for i in range(jobs)]
+    for start in range(0, jobs, 500):
+        workunits_create(project=project, app=app, jobs=specs[start : start + 500])
+    team = Team.objects.create(project=project, name="Bench team")
+    keys = []
+    for i in range(hosts):
+        email = f"host{i}@bench.example.com"
+        account = Account.objects.create(
+            project=project, name=f"host{i}", email_addr=email, passwd_hash=passwd_hash("x", email), team=team
+        )
+        keys.append(account.authenticator)
+    return {"slug": SLUG, "authenticators": keys}
+
+
+@dataclass
+class SimulatedHost:
+    """A BOINC client reduced to the protocol: fetch work, "compute", upload, report."""
+
+    authenticator: str
+    post: Post
+    name: str
+    hostid: int = 0
+    seqno: int = 0
+    to_report: list[Any] = field(default_factory=list)
+    got: int = 0
+
+    def rpc(self) -> int:
+        """One scheduler RPC; returns the number of new tasks (all completed at once)."""
+        from apps.protocol import HostInfo, SchedulerRequest, TimeStats, parse_reply, render_request
+
+        self.seqno += 1
+        req = SchedulerRequest(
+            authenticator=self.authenticator,
+            hostid=self.hostid,
+            rpc_seqno=self.seqno,
+            core_client_major_version=7,
+            core_client_minor_version=20,
+            core_client_release=5,
+            work_req_seconds=86400.0,
+            cpu_req_secs=86400.0,
+            cpu_req_instances=4.0,
+            platform_name=PLATFORM,
+            time_stats=TimeStats(on_frac=1.0, active_frac=1.0, gpu_active_frac=1.0),
+            host_info=HostInfo(
+                p_ncpus=4,
+                p_fpops=2e9,
+                p_iops=2e9,
+                m_nbytes=16e9,
+                d_total=5e11,
+                d_free=2e11,
+                host_cpid=hashlib.md5(self.name.encode()).hexdigest(),
+                domain_name=self.name,
+                os_name="Linux Debian",
+            ),
+            results=tuple(self.to_report),
+            other_results=(),
+        )
+        reply = parse_reply(self.post(f"/{SLUG}/cgi", render_request(req)))
+        self.to_report = []
+        self.hostid = reply.hostid or self.hostid
+        uploads = {f.name: f for f in reply.file_infos if f.is_upload}
+        for task in reply.results:
+            self.to_report.append(self._compute(task, uploads))
+        self.got += len(reply.results)
+        return len(reply.results)
+
+    def _compute(self, task: Any, uploads: dict[str, Any]) -> Any:
+        from apps.protocol import ReportedFile, ReportedResult
+
+        files = []
+        for ref in task.file_refs:
+            info = uploads.get(ref.file_name)
+            if info is None:
+                continue
+            data = f"{task.wu_name} {int(hashlib.md5(task.wu_name.encode()).hexdigest()[:8], 16)}\n".encode()
+            md5 = hashlib.md5(data).hexdigest()
+            upload_output(self.post, info, data, md5)
+            files.append(
+                ReportedFile(
+                    name=info.name, nbytes=len(data), max_nbytes=info.max_nbytes or 1e6, md5_cksum=md5
+                )
+            )
+        elapsed = 500.0 + random.random() * 100
+        return ReportedResult(
+            name=task.name,
+            final_cpu_time=elapsed * 0.95,
+            final_elapsed_time=elapsed,
+            exit_status=0,
+            state=5,
+            platform=PLATFORM,
+            version_num=100,
+            app_version_num=100,
+            stderr_out="<stderr_txt>bench</stderr_txt>",
+            files=tuple(files),
+        )
+
+
+def _has_upload_handler() -> bool:
+    try:
+        resolve(f"/{SLUG}/file_upload_handler")
+    except Resolver404:
+        return False
+    return True
+
+
+def upload_output(post: Post, info: Any, data: bytes, md5: str) -> None:
+    """Through the upload handler when there is one, else straight into the upload area."""
+    if _has_upload_handler():
+        from apps.protocol.upload import UploadRequest, parse_upload_reply, render_upload_header
+
+        header = render_upload_header(
+            UploadRequest(
+                name=info.name,
+                max_nbytes=int(info.max_nbytes or 1e6),
+                nbytes=len(data),
+                md5_cksum=md5,
+                offset=0,
+                xml_signature=info.xml_signature or "",
+                data_offset=0,
+            )
+        )
+        reply = parse_upload_reply(post(f"/{SLUG}/file_upload_handler", header + data))
+        if reply.status != 0:
+            raise RuntimeError(f"upload of {info.name} refused: {reply.message}")
+        return
+    from apps.projects.models import Project
+    from apps.work.models import OutputFile
+
+    upload_dir = Project.objects.get(slug=SLUG).upload_dir
+    upload_dir.mkdir(parents=True, exist_ok=True)
+    (upload_dir / info.name).write_bytes(data)
+    OutputFile.objects.filter(name=info.name).update(uploaded=True, nbytes=len(data), md5_cksum=md5)
+
+
+def http_post(base_url: str) -> Post:
+    def post(path: str, body: bytes) -> bytes:
+        request = urllib.request.Request(
+            base_url + path, data=body, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return bytes(response.read())
+
+    return post
+
+
+def inprocess_post() -> Post:
+    from django.test import Client
+
+    client = Client()
+
+    def post(path: str, body: bytes) -> bytes:
+        response = client.post(path, data=body, content_type="application/x-www-form-urlencoded")
+        if response.status_code != 200:
+            raise RuntimeError(f"{path}: HTTP {response.status_code}")
+        return bytes(response.content)
+
+    return post
+
+
+def pipeline_counts() -> dict[str, int]:
+    from apps.work.domain.states import AssimilateState
+    from apps.work.models import Workunit
+
+    wus = Workunit.objects.filter(project__slug=SLUG)
+    return {
+        "workunits": wus.count(),
+        "assimilated": wus.filter(assimilate_state=AssimilateState.DONE).count(),
+    }
+
+
+def run_embedded_role(jobs: int, hosts: int) -> dict[str, Any]:
+    """Setup, then hosts and inline daemon rounds until every workunit is assimilated."""
+    from apps.work.services.daemons import daemons_round
+
+    setup = pipeline_setup(jobs=jobs, hosts=hosts)
+    post = inprocess_post()
+    sims = [SimulatedHost(key, post, f"host{i}") for i, key in enumerate(setup["authenticators"])]
+    start = time.monotonic()
+    rounds = 0
+    while pipeline_counts()["assimilated"] < jobs:
+        rounds += 1
+        if rounds > 200 + jobs:
+            raise RuntimeError(f"no progress: {pipeline_counts()}")
+        for sim in sims:
+            sim.rpc()
+        daemons_round(slug=SLUG)
+    seconds = time.monotonic() - start
+    return {"jobs": jobs, "seconds": seconds, "rate": jobs / seconds, "rounds": rounds}
+
+
+def run_clients_role(urls: list[str], authenticators: list[str], stop_file: Path) -> None:
+    """Simulated hosts (one thread each) over HTTP, spread over ``urls``, until ``stop_file``."""
+
+    def loop(sim: SimulatedHost) -> None:
+        while not stop_file.exists():
+            try:
+                if not sim.rpc() and not sim.to_report:
+                    time.sleep(1.0)  # nothing to do: a real client waits far longer
+            except Exception as exc:  # a refused connection during start-up: try again
+                print(f"{sim.name}: {exc}", file=sys.stderr, flush=True)
+                time.sleep(0.5)
+
+    threads = [
+        threading.Thread(target=loop, args=(SimulatedHost(key, http_post(urls[i % len(urls)]), f"host{i}"),))
+        for i, key in enumerate(authenticators)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+# --- the orchestrating side: processes, databases, the distributed run ---------------------------
+
+
+def _manage(role_args: list[str], env: dict[str, str], timeout: float = 300) -> str:
+    done = subprocess.run(
+        [sys.executable, str(BASE_DIR / "manage.py"), "bench_pipeline", *role_args],
+        env=env,
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench_pipeline {' '.join(role_args)} failed:\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def _last_json(output: str) -> Any:
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_port(port: int, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    """Stop a process this run started (SIGTERM: gunicorn and Celery shut down their own
+    children), then anything left in the session it was started in."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _with_db(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def _admin_sql(server_url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(_with_db(server_url, "postgres"), autocommit=True) as conn:
+        conn.execute(sql)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class DistributedOutcome:
+    jobs: int
+    seconds: float
+    assimilated: int
+    assimilation_log: list[str]
+    results_not_over: int
+    results_not_valid: int
+    accounts_with_credit: int
+    daemon_runs: dict[str, int]
+    schema: str
+    upload: str
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds if self.seconds else 0.0
+
+
+def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return list(conn.execute(sql).fetchall())  # type: ignore[arg-type]
+
+
+def run_distributed(
+    *,
+    pg_url: str,
+    redis_url: str,
+    jobs: int = 300,
+    hosts: int = 8,
+    timeout: float = 150,
+    log: Callable[[str], None] = print,
+) -> DistributedOutcome:
+    """The distributed setup on loopback: fresh database, 2 web + 2 worker processes, clients."""
+    from celery import Celery
+
+    token = f"{os.getpid()}_{random.randrange(1 << 30)}"
+    db_name = f"cobblestone_dist_{token}"
+    db_url = _with_db(pg_url, db_name)
+    queue = f"bench-{token}"
+    work = Path(tempfile.mkdtemp(prefix="cobblestone-dist-"))
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url,
+        "CELERY_BROKER_URL": redis_url,
+        "COBBLESTONE_DATA_DIR": str(work / "data"),
+        "COBBLESTONE_VAR_DIR": str(work / "var"),
+        "PYTHONPATH": str(BASE_DIR),
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-" + token,
+        "LOG_LEVEL": "WARNING",
+    }
+    env.pop("CELERY_TASK_ALWAYS_EAGER", None)
+    procs: list[subprocess.Popen[Any]] = []
+    stop_file = work / "stop"
+    _admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
+    try:
+        schema = _last_json(_manage(["--role", "schema"], env))["schema"]
+        setup = _last_json(_manage(["--role", "setup", "--jobs", str(jobs), "--hosts", str(hosts)], env))
+        log(f"database {db_name}: schema from {schema}; {jobs} workunits, {hosts} hosts")
+        bin_dir = Path(sys.executable).parent
+        ports = [_free_port(), _free_port()]
+        for port in ports:
+            procs.append(
+                subprocess.Popen(
+                    [str(bin_dir / "gunicorn"), "boincproj.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2",
+                     "--threads", "4", "--timeout", "120", "--log-level", "warning"],
+                    cwd=BASE_DIR, env=env, start_new_session=True,
+                )
+            )  # fmt: skip
+        for i in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [str(bin_dir / "celery"), "-A", "boincproj", "worker", "-Q", queue, "--concurrency", "2",
+                     "--hostname", f"bench{i}-{token}@%h", "--without-mingle", "--without-gossip",
+                     "--loglevel", "WARNING"],
+                    cwd=BASE_DIR, env=env, start_new_session=True,
+                )
+            )  # fmt: skip
+        deadline = time.monotonic() + 60
+        for port in ports:
+            _wait_for_port(port, deadline)
+        start = time.monotonic()
+        urls = ",".join(f"http://127.0.0.1:{p}" for p in ports)
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(BASE_DIR / "manage.py"), "bench_pipeline", "--role", "clients", "--urls", urls,
+                 "--authenticators", ",".join(setup["authenticators"]), "--stop-file", str(stop_file)],
+                cwd=BASE_DIR, env=env, start_new_session=True,
+            )
+        )  # fmt: skip
+        broker = Celery(broker=redis_url)
+        assimilated = _drive(broker, queue, db_url, jobs, start + timeout, log)
+        seconds = time.monotonic() - start
+        stop_file.touch()
+        return _collect(db_url, work, jobs, seconds, assimilated, schema)
+    finally:
+        stop_file.touch()
+        for proc in reversed(procs):
+            _stop(proc)
+        try:
+            _admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+        except Exception as exc:
+            log(f"could not drop {db_name}: {exc}")
+
+
+# One stage after the other, two tasks per stage so both workers claim from the same rows.
+STAGES = ("work.transition", "work.validate", "work.assimilate", "work.transition", "work.file_delete")
+
+
+def _drive(
+    broker: Any, queue: str, db_url: str, jobs: int, deadline: float, log: Callable[[str], None]
+) -> int:
+    """Send the daemon tasks stage by stage (as beat would, without waiting for its timer)
+    until every workunit is assimilated; each stage waits for its tasks to finish."""
+    assimilated, last_log = 0, 0.0
+    while time.monotonic() < deadline:
+        for name in STAGES:
+            ids = [broker.send_task(name, queue=queue).id for _ in range(2)]
+            _wait_for_tasks(db_url, ids, deadline)
+        assimilated = int(
+            _query(db_url, "SELECT count(*) FROM work_workunit WHERE assimilate_state = 2")[0][0]
+        )
+        if time.monotonic() - last_log > 5:
+            last_log = time.monotonic()
+            states = dict(
+                _query(db_url, "SELECT server_state, count(*) FROM work_result GROUP BY server_state")
+            )
+            log(
+                f"{time.strftime('%H:%M:%S')} assimilated {assimilated}/{jobs}; results by server_state {states}"
+            )
+        if assimilated >= jobs:
+            break
+        time.sleep(0.2)
+    return assimilated
+
+
+def _wait_for_tasks(db_url: str, ids: list[str], deadline: float) -> None:
+    """Until the tasks' outcomes are in django-celery-results (the workers' result backend)."""
+    while time.monotonic() < deadline:
+        done = _query(
+            db_url,
+            "SELECT count(*) FROM django_celery_results_taskresult "
+            f"WHERE status IN ('SUCCESS', 'FAILURE') AND task_id IN ({','.join(repr(i) for i in ids)})",
+        )[0][0]
+        if done >= len(ids):
+            return
+        time.sleep(0.05)
+
+
+def _collect(
+    db_url: str, work: Path, jobs: int, seconds: float, assimilated: int, schema: str
+) -> DistributedOutcome:
+    log_file = work / "data" / SLUG / "results" / "assimilated.log"
+    names = log_file.read_text().split() if log_file.exists() else []
+    not_over = _query(db_url, "SELECT count(*) FROM work_result WHERE server_state <> 5")[0][0]
+    not_valid = _query(
+        db_url, "SELECT count(*) FROM work_result WHERE outcome = 1 AND validate_state NOT IN (1, 4)"
+    )[0][0]
+    credited = _query(db_url, "SELECT count(*) FROM volunteers_account WHERE total_credit > 0")[0][0]
+    runs = dict(_query(db_url, "SELECT daemon, count(*) FROM projects_daemonrun GROUP BY daemon"))
+    upload = "upload handler" if _has_upload_handler() else "written into the upload area"
+    return DistributedOutcome(
+        jobs=jobs,
+        seconds=seconds,
+        assimilated=assimilated,
+        assimilation_log=names,
+        results_not_over=int(not_over),
+        results_not_valid=int(not_valid),
+        accounts_with_credit=int(credited),
+        daemon_runs={str(k): int(v) for k, v in runs.items()},
+        schema=schema,
+        upload=upload,
+    )
+
+
+def run_embedded(*, jobs: int, hosts: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="cobblestone-bench-"))
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{work / 'bench.sqlite3'}",
+        "COBBLESTONE_DATA_DIR": str(work / "data"),
+        "COBBLESTONE_VAR_DIR": str(work / "var"),
+        "LOG_LEVEL": "WARNING",
+    }
+    schema = _last_json(_manage(["--role", "schema"], env))["schema"]
+    outcome = _last_json(
+        _manage(["--role", "embedded", "--jobs", str(jobs), "--hosts", str(hosts)], env, timeout=1800)
+    )
+    return {**outcome, "schema": schema}
+
+
+class Command(BaseCommand):
+    help = (
+        "Measure workunits per second through the whole pipeline (embedded SQLite; distributed PostgreSQL)."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--jobs", type=int, default=300, help="Workunits per run (quorum 2)")
+        parser.add_argument("--hosts", type=int, default=8, help="Simulated hosts")
+        parser.add_argument("--mode", choices=["all", "embedded", "distributed"], default="all")
+        parser.add_argument("--role", choices=["schema", "setup", "embedded", "clients"], help="(internal)")
+        parser.add_argument("--urls", default="", help="(internal) web process base URLs")
+        parser.add_argument("--authenticators", default="", help="(internal)")
+        parser.add_argument("--stop-file", default="", help="(internal)")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        role = opts["role"]
+        if role == "schema":
+            self.stdout.write(json.dumps({"schema": schema_create()}))
+        elif role == "setup":
+            self.stdout.write(json.dumps(pipeline_setup(jobs=opts["jobs"], hosts=opts["hosts"])))
+        elif role == "embedded":
+            self.stdout.write(json.dumps(run_embedded_role(opts["jobs"], opts["hosts"])))
+        elif role == "clients":
+            run_clients_role(
+                opts["urls"].split(","), opts["authenticators"].split(","), Path(opts["stop_file"])
+            )
+        else:
+            self._bench(opts)
+
+    def _bench(self, opts: dict[str, Any]) -> None:
+        rows = []
+        if opts["mode"] in ("all", "embedded"):
+            e = run_embedded(jobs=opts["jobs"], hosts=opts["hosts"])
+            rows.append(
+                ("embedded", "SQLite, daemons inline", e["jobs"], e["seconds"], e["rate"], e["schema"])
+            )
+        if opts["mode"] in ("all", "distributed"):
+            pg = os.environ.get("COBBLESTONE_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
+            redis = os.environ.get("COBBLESTONE_TEST_REDIS_URL") or os.environ.get("CELERY_BROKER_URL", "")
+            if not pg.startswith("postgres") or not redis.startswith("redis"):
+                if opts["mode"] == "distributed":
+                    raise CommandError("distributed needs a PostgreSQL and a Redis URL (see the help)")
+                self.stderr.write("distributed: skipped (no PostgreSQL/Redis URL in the environment)")
+            else:
+                d = run_distributed(
+                    pg_url=pg, redis_url=redis, jobs=opts["jobs"], hosts=opts["hosts"], log=self.stderr.write
+                )
+                if d.assimilated < d.jobs:
+                    raise CommandError(
+                        f"distributed run did not finish: {d.assimilated}/{d.jobs} assimilated"
+                    )
+                rows.append(
+                    ("distributed", "PostgreSQL, 2 web + 2 workers", d.jobs, d.seconds, d.rate, d.schema)
+                )
+        self.stdout.write(f"{'setup':<12}{'what':<32}{'WUs':>6}{'seconds':>10}{'WU/s':>8}  schema")
+        for name, what, n, seconds, rate, schema in rows:
+            self.stdout.write(f"{name:<12}{what:<32}{n:>6}{seconds:>10.1f}{rate:>8.1f}  {schema}")
+        self.stdout.write(f"machine: {os.cpu_count()} CPUs, {sys.platform}, Python {sys.version.split()[0]}")

@@ -1,0 +1,428 @@
+"""The validator (BOINC sched/validator.cpp): compare results, choose the canonical one, grant credit.
+
+One pass, per app of the project:
+
+1. Pick up to ``limit`` workunits with need_validate set.
+2. Claim each by clearing need_validate with a conditional UPDATE; a workunit another
+   worker cleared first is skipped. The same UPDATE lowers transition_time to a 10-minute
+   lease, so if this worker dies before it commits the transitioner flags the workunit again.
+3. In one transaction per workunit: lock its results (id order, as the transitioner does),
+   read the output files of the results to check from the upload area, and let
+   ``plan_validation`` (apps.work.domain.validation) decide with the app's comparison:
+   case A (a canonical result exists) compares each new success with it; case B runs
+   ``check_set`` for a quorum. A result whose outputs are missing or unreadable gets the
+   VALIDATE_ERROR outcome.
+4. Write validate states; for the newly valid results call ``credit_grant`` (host, user, team,
+   app version; case A: the canonical result's credit) and write each result's claimed and
+   granted credit; invalid results count against their host_app_version.
+5. Write the workunit last: canonical result, assimilation, error bits, target_nresults,
+   transition_time.
+6. After the commit, a step of a work sequence moves its sequence on (seed 001).
+
+A transient failure (the upload area cannot be read at all) puts need_validate back off and
+lets the transitioner flag the workunit again within 6 hours, as BOINC does; any other
+failure rolls back and restores need_validate, so the next pass retries the workunit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Q, Value, When
+
+from apps.applications.models import App
+from apps.core import clock
+from apps.credit.domain.quota import JobOutcome
+from apps.credit.services import (
+    CreditJob,
+    CreditWorkunit,
+    HostOutcome,
+    ResultCredit,
+    credit_grant,
+    host_app_versions_record_outcomes,
+)
+from apps.projects.models import Project
+from apps.projects.services import DaemonPass
+from apps.work.domain.states import TRANSITION_NEVER, AssimilateState, FileDeleteState, Outcome, ServerState
+from apps.work.domain.states import ValidateState as VS
+from apps.work.domain.validation import (
+    ValidationCandidate,
+    ValidationPlan,
+    ValidationWorkunit,
+    bitwise_equal,
+    plan_validation,
+    tolerant_numeric_equal,
+    transient_retry_time,
+)
+from apps.work.models import OutputFile, Result, Workunit
+
+logger = logging.getLogger(__name__)
+
+CLAIM_LEASE = timedelta(minutes=10)
+Payload = tuple[bytes, ...] | None  # one bytes per uploaded output file; None = unreadable
+Compare = Callable[[Payload, Payload], bool]
+
+
+class TransientValidationError(Exception):
+    """The outputs cannot be read now (upload area missing or failing); retry later."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """How an app's results are compared; ``reads_files`` False skips reading outputs."""
+
+    compare: Compare
+    reads_files: bool = True
+
+
+def _pairwise(equal: Callable[[bytes, bytes], bool]) -> Compare:
+    def compare(a: Payload, b: Payload) -> bool:
+        if a is None or b is None or len(a) != len(b):
+            return False
+        return all(equal(x, y) for x, y in zip(a, b, strict=True))
+
+    return compare
+
+
+def _bitwise(app: App) -> Comparison:
+    return Comparison(_pairwise(bitwise_equal))
+
+
+def _tolerant(app: App) -> Comparison:
+    rel, abs_ = app.validator_rel_tol, app.validator_abs_tol
+    return Comparison(_pairwise(lambda x, y: tolerant_numeric_equal(x, y, rel_tol=rel, abs_tol=abs_)))
+
+
+def _trivial(app: App) -> Comparison:
+    # BOINC's sample_trivial_validator: every result that reported success is valid.
+    return Comparison(lambda a, b: True, reads_files=False)
+
+
+# App.validator -> comparison. A project adds its own with ``comparison_register``.
+COMPARISONS: dict[str, Callable[[App], Comparison]] = {
+    App.Validator.BITWISE: _bitwise,
+    App.Validator.TOLERANT_NUMERIC: _tolerant,
+    App.Validator.TRIVIAL: _trivial,
+}
+
+
+def comparison_register(name: str, factory: Callable[[App], Comparison]) -> None:
+    """Make ``name`` usable as App.validator (a project's own compare_results)."""
+    COMPARISONS[name] = factory
+
+
+def comparison_for(app: App) -> Comparison:
+    return COMPARISONS.get(app.validator, _bitwise)(app)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationOutcome:
+    workunit_id: int
+    valid: int = 0
+    invalid: int = 0
+    inconclusive: int = 0
+    canonical_result_id: int | None = None
+    sequence_id: int | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.valid or self.invalid or self.inconclusive or self.canonical_result_id)
+
+
+def workunits_validate(
+    *, project: Project, now: datetime | None = None, limit: int | None = None
+) -> DaemonPass:
+    """One validator pass over the project's workunits that need validation (module doc)."""
+    now = now or clock.now()
+    remaining = limit or settings.COBBLESTONE_DAEMON_BATCH
+    handled = errors = 0
+    for app_id in App.objects.filter(project=project).order_by("id").values_list("id", flat=True):
+        if remaining <= 0:
+            break
+        ids = list(
+            Workunit.objects.filter(app_id=app_id, need_validate=True)
+            .order_by("id")
+            .values_list("id", flat=True)[:remaining]
+        )
+        remaining -= len(ids)
+        for wu_id in ids:
+            if not _claim(wu_id, now):
+                continue  # another validator has it
+            try:
+                outcome = workunit_validate(workunit_id=wu_id, now=now)
+            except TransientValidationError as exc:
+                logger.warning("validator: workunit %s: %s; retrying later", wu_id, exc)
+                _retry_later(wu_id, now)
+                errors += 1
+            except Exception:
+                logger.exception("validator: workunit %s failed", wu_id)
+                Workunit.objects.filter(id=wu_id).update(need_validate=True)
+                errors += 1
+            else:
+                handled += outcome.changed
+                if outcome.changed and outcome.sequence_id is not None:
+                    _sequence_progress(wu_id, now)
+    return DaemonPass(items=handled, errors=errors)
+
+
+def _sequence_progress(wu_id: int, now: datetime) -> None:
+    """Seed 001: a validated step moves its work sequence on (after the validator's commit).
+    A failure here is left to the sequence-deadline daemon, which catches heads behind."""
+    try:
+        from apps.work.services.sequences import sequence_on_result_validated
+
+        sequence_on_result_validated(workunit_id=wu_id, now=now)
+    except Exception:
+        logger.exception("validator: sequence progress of workunit %s failed", wu_id)
+
+
+def _claim(wu_id: int, now: datetime) -> bool:
+    """Clear need_validate if still set. transition_time is lowered to a lease: should this
+    worker die before committing, the transitioner flags the workunit again then."""
+    lease = now + CLAIM_LEASE
+    return bool(
+        Workunit.objects.filter(id=wu_id, need_validate=True).update(
+            need_validate=False,
+            transition_time=Case(
+                When(Q(transition_time__isnull=True) | Q(transition_time__gt=lease), then=Value(lease)),
+                default=F("transition_time"),
+                output_field=DateTimeField(),
+            ),
+        )
+    )
+
+
+def _retry_later(wu_id: int, now: datetime) -> None:
+    wu = Workunit.objects.filter(id=wu_id).values_list("transition_time", flat=True).first()
+    current = int(wu.timestamp()) if wu is not None else TRANSITION_NEVER
+    retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
+    Workunit.objects.filter(id=wu_id).update(transition_time=retry)
+
+
+def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
+    """Validate one workunit and grant credit, in one transaction (steps 3-5 of the pass)."""
+    with transaction.atomic():
+        rows = list(Result.objects.select_for_update().filter(workunit_id=workunit_id).order_by("id"))
+        wu = Workunit.objects.select_related("app", "project").get(id=workunit_id)
+        if wu.error_mask:
+            return ValidationOutcome(wu.id)  # errored: the transitioner marks results NO_CHECK
+        comparison = comparison_for(wu.app)
+        successes = [r for r in rows if r.server_state == ServerState.OVER and r.outcome == Outcome.SUCCESS]
+        if wu.canonical_result_id is not None:
+            return _case_a(wu, rows, successes, comparison, now)
+        candidates = [r for r in successes if r.validate_state in (VS.INIT, VS.INCONCLUSIVE)]
+        if not candidates:
+            return ValidationOutcome(wu.id)
+        payloads = _payloads(wu.project, candidates, comparison)
+        plan = plan_validation(
+            _validation_workunit(wu),
+            [ValidationCandidate(r.id, payloads[r.id], VS(r.validate_state)) for r in candidates],
+            compare=comparison.compare,
+            init=_readable,
+            now=now.timestamp(),
+        )
+        return _apply(wu, rows, plan, now, canonical_credit=None)
+
+
+def _case_a(
+    wu: Workunit, rows: list[Result], successes: list[Result], comparison: Comparison, now: datetime
+) -> ValidationOutcome:
+    canonical = next((r for r in rows if r.id == wu.canonical_result_id), None)
+    new = [r for r in successes if r.validate_state == VS.INIT and r.id != wu.canonical_result_id]
+    if not new:
+        return ValidationOutcome(wu.id)
+    canonical_payload: Payload = None
+    if canonical is not None and canonical.file_delete_state != FileDeleteState.DONE:
+        canonical_payload = _payloads(wu.project, [canonical], comparison)[canonical.id]
+    if canonical is None or canonical_payload is None:
+        # The canonical output is gone: the late results can no longer be checked.
+        Result.objects.filter(id__in=[r.id for r in new]).update(validate_state=VS.TOO_LATE)
+        Workunit.objects.filter(id=wu.id).update(need_validate=False)
+        return ValidationOutcome(wu.id, invalid=len(new), sequence_id=wu.sequence_id)
+    payloads = _payloads(wu.project, new, comparison)
+    plan = plan_validation(
+        _validation_workunit(wu),
+        [ValidationCandidate(r.id, payloads[r.id]) for r in new],
+        compare=comparison.compare,
+        init=_readable,
+        now=now.timestamp(),
+        canonical=ValidationCandidate(canonical.id, canonical_payload, VS.VALID),
+    )
+    return _apply(wu, rows, plan, now, canonical_credit=canonical.granted_credit)
+
+
+def _readable(candidate: ValidationCandidate[Payload]) -> bool:
+    return candidate.payload is not None
+
+
+def _validation_workunit(wu: Workunit) -> ValidationWorkunit:
+    return ValidationWorkunit(
+        id=wu.id,
+        min_quorum=wu.min_quorum,
+        target_nresults=wu.target_nresults,
+        max_success_results=wu.max_success_results,
+        canonical_result_id=wu.canonical_result_id,
+        transition_time=int(wu.transition_time.timestamp()) if wu.transition_time else TRANSITION_NEVER,
+    )
+
+
+def _payloads(project: Project, results: Sequence[Result], comparison: Comparison) -> dict[int, Payload]:
+    """Each result's uploaded outputs, in ordinal order, read from the upload area."""
+    if not comparison.reads_files:
+        return {r.id: () for r in results}
+    upload_dir = project.upload_dir
+    if not upload_dir.is_dir():
+        raise TransientValidationError(f"upload area {upload_dir} is not readable")
+    files: dict[int, list[OutputFile]] = {r.id: [] for r in results}
+    for f in OutputFile.objects.filter(result_id__in=files, upload=True).order_by("result_id", "ordinal"):
+        files[f.result_id].append(f)
+    return {result_id: _read(upload_dir, outputs) for result_id, outputs in files.items()}
+
+
+def _read(upload_dir: Path, outputs: list[OutputFile]) -> Payload:
+    contents: list[bytes] = []
+    for f in outputs:
+        path = upload_dir / f.name
+        try:
+            contents.append(path.read_bytes())
+        except FileNotFoundError:
+            if not f.optional:
+                return None
+            contents.append(b"")
+        except (IsADirectoryError, PermissionError):
+            return None  # not a file the client uploaded: permanent
+        except OSError as exc:
+            raise TransientValidationError(f"{path}: {exc}") from exc
+    return tuple(contents)
+
+
+def _apply(
+    wu: Workunit, rows: list[Result], plan: ValidationPlan, now: datetime, *, canonical_credit: float | None
+) -> ValidationOutcome:
+    outcome = plan.outcome
+    states = dict(outcome.validate_states)
+    for state in set(states.values()):
+        Result.objects.filter(id__in=[i for i, s in states.items() if s == state]).update(
+            validate_state=state
+        )
+    if outcome.validate_error_result_ids:
+        Result.objects.filter(id__in=outcome.validate_error_result_ids).update(
+            outcome=Outcome.VALIDATE_ERROR, validate_state=VS.INVALID
+        )
+    if plan.unsent_didnt_need:
+        Result.objects.filter(
+            workunit_id=wu.id, server_state__in=[ServerState.UNSENT, ServerState.INACTIVE]
+        ).update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
+    by_id = {r.id: r for r in rows}
+    valid = [by_id[i] for i, s in states.items() if s == VS.VALID]
+    invalid = [by_id[i] for i, s in states.items() if s == VS.INVALID]
+    credits = _grant(wu, valid, now, canonical_credit)
+    _record_invalid(wu, invalid, now)
+    _write_workunit(wu, rows, plan, credits, now)
+    return ValidationOutcome(
+        wu.id,
+        valid=len(valid),
+        invalid=len(invalid),
+        inconclusive=sum(1 for s in states.values() if s == VS.INCONCLUSIVE),
+        canonical_result_id=plan.canonical_result_id,
+        sequence_id=wu.sequence_id,
+    )
+
+
+def _grant(
+    wu: Workunit, valid: list[Result], now: datetime, canonical_credit: float | None
+) -> dict[int, ResultCredit]:
+    if not valid:
+        return {}
+    credits = credit_grant(
+        workunit=CreditWorkunit(
+            app_id=wu.app_id,
+            fpops_est=wu.rsc_fpops_est,
+            fpops_bound=wu.rsc_fpops_bound,
+            delay_bound=wu.delay_bound,
+            unreplicated=wu.min_quorum <= 1,
+            canonical_granted_credit=canonical_credit,
+        ),
+        jobs=[
+            CreditJob(
+                result_id=r.id,
+                host_id=r.host_id,
+                account_id=r.account_id,
+                app_version_id=r.app_version_id,
+                anonymous_proc_type=r.anonymous_proc_type,
+                elapsed_time=r.elapsed_time,
+                flops_estimate=r.flops_estimate,
+                sent_time=clock.to_unix(r.sent_time),
+                received_time=clock.to_unix(r.received_time),
+            )
+            for r in valid
+        ],
+        now=now,
+    )
+    for r, c in zip(valid, credits, strict=True):
+        r.claimed_credit, r.granted_credit = c.claimed_credit, c.granted_credit
+        r.credit_approx, r.runtime_outlier = c.credit_approx, c.runtime_outlier
+    Result.objects.bulk_update(
+        valid, ["claimed_credit", "granted_credit", "credit_approx", "runtime_outlier"]
+    )
+    return {c.result_id: c for c in credits}
+
+
+def _record_invalid(wu: Workunit, invalid: list[Result], now: datetime) -> None:
+    host_app_versions_record_outcomes(
+        outcomes=[
+            HostOutcome(
+                host_id=r.host_id,
+                app_id=r.app_id,
+                app_version_id=r.app_version_id,
+                anonymous_proc_type=r.anonymous_proc_type,
+                outcome=JobOutcome.INVALID,
+                delay_bound=wu.delay_bound,
+            )
+            for r in invalid
+            if r.host_id is not None
+        ],
+        now=now,
+    )
+
+
+def _write_workunit(
+    wu: Workunit, rows: list[Result], plan: ValidationPlan, credits: dict[int, ResultCredit], now: datetime
+) -> None:
+    changes: dict[str, object] = {"need_validate": False}
+    if plan.canonical_result_id is not None:
+        changes["canonical_result_id"] = plan.canonical_result_id
+        changes["canonical_credit"] = credits[plan.canonical_result_id].granted_credit
+    if plan.assimilate_ready:
+        changes["assimilate_state"] = Case(
+            When(assimilate_state=AssimilateState.INIT, then=Value(int(AssimilateState.READY))),
+            default=F("assimilate_state"),
+            output_field=PositiveSmallIntegerField(),
+        )
+    if plan.error_mask_set:
+        changes["error_mask"] = F("error_mask").bitor(int(plan.error_mask_set))
+    if plan.target_nresults is not None:
+        changes["target_nresults"] = plan.target_nresults
+    when = plan.transition_time
+    if plan.canonical_result_id is not None:
+        # BOINC sets "never" here; a replica still in progress keeps its time-out so the
+        # transitioner can still close it (and file deletion waits for it).
+        grace = wu.project.report_grace_period
+        pending = [
+            int(r.report_deadline.timestamp()) + grace
+            for r in rows
+            if r.server_state == ServerState.IN_PROGRESS and r.report_deadline
+        ]
+        when = min(pending, default=TRANSITION_NEVER)
+    if when is not None:
+        changes["transition_time"] = None if when >= TRANSITION_NEVER else clock.from_unix(when)
+    query = Workunit.objects.filter(id=wu.id)
+    if plan.canonical_result_id is not None:
+        query = query.filter(canonical_result__isnull=True)
+    query.update(**changes)

@@ -1,0 +1,174 @@
+"""The validator service: quorum, canonical result, case A, comparisons, unreadable outputs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from apps.work.domain.states import AssimilateState, Outcome, ServerState, ValidateState
+from apps.work.models import Result, Workunit
+from apps.work.services import workunits_transition, workunits_validate
+from tests.backend.conftest import make_wu, report, results_of, send
+
+pytestmark = pytest.mark.django_db
+
+
+def _reported(project, app, version, hosts, now, outputs, **wu_kw):
+    """A workunit whose results were sent to hosts and reported with ``outputs``."""
+    wu = make_wu(project, app, now, **wu_kw)
+    for i, (r, out) in enumerate(zip(results_of(wu), outputs, strict=False)):
+        send(r, hosts[i], version, now)
+        report(r, now + timedelta(minutes=10), output=out)
+    workunits_transition(project=project, now=now + timedelta(minutes=11))
+    return wu
+
+
+def _states(wu):
+    return [ValidateState(r.validate_state) for r in results_of(wu)]
+
+
+def test_agreeing_results_make_a_canonical_result_and_hand_it_to_the_assimilator(
+    project, app, version, hosts, now
+):
+    wu = _reported(project, app, version, hosts, now, [b"1 2 3\n", b"1 2 3\n"])
+    outcome = workunits_validate(project=project, now=now + timedelta(minutes=12))
+    wu.refresh_from_db()
+    assert outcome.items == 1
+    assert _states(wu) == [ValidateState.VALID, ValidateState.VALID]
+    assert wu.canonical_result_id == results_of(wu)[0].id
+    assert wu.assimilate_state == AssimilateState.READY
+    assert wu.need_validate is False
+    assert all(r.granted_credit > 0 for r in results_of(wu))
+    assert wu.canonical_credit == results_of(wu)[0].granted_credit
+
+
+def test_disagreeing_results_are_inconclusive_and_a_third_replica_is_made(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"1\n", b"2\n"])
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    wu.refresh_from_db()
+    assert _states(wu) == [ValidateState.INCONCLUSIVE, ValidateState.INCONCLUSIVE]
+    assert wu.canonical_result_id is None
+    assert wu.target_nresults == 3
+    workunits_transition(project=project, now=now + timedelta(minutes=13))
+    assert [r.name for r in results_of(wu)] == ["wu_0", "wu_1", "wu_2"]
+
+    third = results_of(wu)[2]
+    send(third, hosts[2], version, now + timedelta(minutes=14))
+    report(third, now + timedelta(minutes=20), output=b"2\n")
+    workunits_transition(project=project, now=now + timedelta(minutes=21))
+    workunits_validate(project=project, now=now + timedelta(minutes=22))
+    wu.refresh_from_db()
+    assert _states(wu) == [ValidateState.INVALID, ValidateState.VALID, ValidateState.VALID]
+    assert wu.canonical_result_id == results_of(wu)[1].id
+    assert results_of(wu)[0].granted_credit == 0
+
+
+def test_a_result_whose_output_is_missing_gets_validate_error(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"7\n", b"7\n"])
+    missing = results_of(wu)[1]
+    (project.upload_dir / missing.output_files.get().name).unlink()
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    missing.refresh_from_db()
+    assert (missing.outcome, missing.validate_state) == (Outcome.VALIDATE_ERROR, ValidateState.INVALID)
+    wu.refresh_from_db()
+    assert wu.canonical_result_id is None
+    # The validate error frees a slot: the transitioner makes a new replica.
+    workunits_transition(project=project, now=now + timedelta(minutes=13))
+    assert len(results_of(wu)) == 3
+
+
+def test_single_replication_validates_alone(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"x\n"], min_quorum=1, target_nresults=1)
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    wu.refresh_from_db()
+    assert wu.canonical_result_id == results_of(wu)[0].id
+    assert _states(wu) == [ValidateState.VALID]
+
+
+def test_case_a_a_late_matching_result_gets_the_canonical_credit(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"], target_nresults=3)
+    late = results_of(wu)[2]
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    send(late, hosts[2], version, now)
+    report(late, now + timedelta(minutes=30), output=b"5\n", elapsed=9999)
+    workunits_transition(project=project, now=now + timedelta(minutes=31))
+    workunits_validate(project=project, now=now + timedelta(minutes=32))
+    wu.refresh_from_db()
+    late.refresh_from_db()
+    assert late.validate_state == ValidateState.VALID
+    assert late.granted_credit == wu.canonical_credit
+
+
+def test_case_a_a_late_differing_result_is_invalid(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"], target_nresults=3)
+    late = results_of(wu)[2]
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    send(late, hosts[2], version, now)
+    report(late, now + timedelta(minutes=30), output=b"6\n")
+    workunits_transition(project=project, now=now + timedelta(minutes=31))
+    workunits_validate(project=project, now=now + timedelta(minutes=32))
+    late.refresh_from_db()
+    assert late.validate_state == ValidateState.INVALID
+    assert late.granted_credit == 0
+
+
+def test_unsent_siblings_are_withdrawn_at_consensus(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"], target_nresults=3)
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    unsent = results_of(wu)[2]
+    assert (unsent.server_state, unsent.outcome) == (ServerState.OVER, Outcome.DIDNT_NEED)
+
+
+def test_tolerant_numeric_comparison_accepts_small_differences(project, app, version, hosts, now):
+    app.validator, app.validator_rel_tol = "tolerant_numeric", 1e-3
+    app.save()
+    wu = _reported(project, app, version, hosts, now, [b"1.0000 abc 2e3\n", b"1.0001 abc 2000\n"])
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    assert _states(wu) == [ValidateState.VALID, ValidateState.VALID]
+
+
+def test_trivial_comparison_accepts_any_outputs(project, app, version, hosts, now):
+    app.validator = "trivial"
+    app.save()
+    wu = _reported(project, app, version, hosts, now, [b"a\n", b"b\n"])
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    assert _states(wu) == [ValidateState.VALID, ValidateState.VALID]
+
+
+def test_an_unreadable_upload_area_is_retried_later_not_failed(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
+    project.upload_dir.rename(project.data_dir / "moved")
+    at = now + timedelta(minutes=12)
+    outcome = workunits_validate(project=project, now=at)
+    wu.refresh_from_db()
+    assert outcome.errors == 1
+    assert _states(wu) == [ValidateState.INIT, ValidateState.INIT]
+    assert wu.need_validate is False
+    assert wu.transition_time <= at + timedelta(hours=6)
+
+
+def test_a_second_validator_pass_changes_nothing(project, app, version, hosts, now):
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    before = list(Result.objects.filter(workunit=wu).values())
+    Workunit.objects.filter(id=wu.id).update(need_validate=True)  # as if flagged again
+    assert workunits_validate(project=project, now=now + timedelta(minutes=13)).items == 0
+    assert list(Result.objects.filter(workunit=wu).values()) == before
+
+
+def test_a_validator_that_dies_after_its_claim_leaves_the_workunit_to_be_flagged_again(
+    project, app, version, hosts, now
+):
+    from apps.work.services.validator import _claim
+
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
+    at = now + timedelta(minutes=12)
+    assert _claim(wu.id, at) is True  # ... and the worker is killed before validating
+    assert _claim(wu.id, at) is False
+    workunits_transition(project=project, now=at + timedelta(minutes=11))
+    wu.refresh_from_db()
+    assert wu.need_validate is True
+    workunits_validate(project=project, now=at + timedelta(minutes=12))
+    wu.refresh_from_db()
+    assert wu.canonical_result_id is not None
