@@ -7,7 +7,13 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("apps.scheduler.api.urls")),
+    path("api/v1/", include("apps.work.api.urls")),
+    path("api/v1/", include("apps.work.api.sequence_urls")),
+    path("api/v1/", include("apps.portal.api.urls")),
+    path("api/v1/", include("apps.credit.api.urls")),
     path("", include("apps.scheduler.urls")),
+    path("", include("apps.portal.volunteer_urls")),
+    path("", include("apps.portal.stats_urls")),
     # Project pages last: "/<slug>/..." is each project's BOINC master URL tree.
     path("", include("apps.portal.urls")),
 ]

@@ -1,6 +1,8 @@
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 
 from apps.applications import services
 from apps.applications.models import App, AppFile, AppVersion, PlanClass
@@ -40,7 +42,7 @@ class AppAdmin(admin.ModelAdmin):
     list_filter = ["project", "deprecated", "host_scale_check"]
     search_fields = ["name", "user_friendly_name"]
     list_select_related = ["project"]
-    readonly_fields = ["min_avg_pfc", "create_time"]
+    readonly_fields = ["min_avg_pfc", "create_time", "credit_view"]
     inlines = [AppVersionInline]
     fieldsets = [
         (
@@ -87,6 +89,7 @@ class AppAdmin(admin.ModelAdmin):
             {
                 "fields": [
                     "min_avg_pfc",
+                    "credit_view",
                     "host_scale_check",
                     "granted_credit_policy",
                     "probation_policy",
@@ -103,12 +106,21 @@ class AppAdmin(admin.ModelAdmin):
         (
             "Work sequences (seed 001)",
             {
-                "fields": ["max_sequence_job_fraction", "sequence_redundancy"],
+                "fields": ["max_sequence_job_fraction", "sequence_redundancy", "sequence_hook"],
                 "description": "A project that mixes sequence and non-sequence work starves the non-sequence work "
                 "on hosts that hold a sequence; max_sequence_job_fraction bounds it.",
             },
         ),
     ]
+
+    @admin.display(description="Credit view")
+    def credit_view(self, obj: App | None) -> str:
+        """Link to the credit admin view (in apps.credit.admin, reached by URL name only:
+        applications sits below credit in the layers and may not import it)."""
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:credit_app_credit", args=[obj.pk])
+        return format_html('<a href="{}">Version scales, probation, credit per job, recompute</a>', url)
 
 
 class AppFileInline(admin.TabularInline):

@@ -100,6 +100,14 @@ class App(models.Model):
     sequence_redundancy = models.BooleanField(
         default=False, help_text="Run replica chains of each sequence on different hosts and compare them."
     )
+    sequence_hook = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=(
+            "Dotted path of the function called when a sequence step validates: it may extend or end "
+            "the sequence. Empty = extend open-ended sequences a few steps at a time until ended."
+        ),
+    )
 
     class Meta:
         ordering = ["project", "name"]

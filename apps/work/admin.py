@@ -1,9 +1,13 @@
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest
+from django.utils.timesince import timesince
 
+from apps.core import clock
 from apps.work import services
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
+from apps.work.services import sequences
+from apps.work.services.sequence_hooks import EXTEND_BY
 
 
 class ResultInline(admin.TabularInline):
@@ -55,6 +59,14 @@ class WorkunitAdmin(admin.ModelAdmin):
     show_full_result_count = False
     inlines = [WorkunitFileRefInline, ResultInline]
     actions = ["cancel"]
+
+    def get_urls(self):  # type: ignore[no-untyped-def]
+        from django.urls import path
+
+        from apps.work.admin_views import create_work_view
+
+        view = self.admin_site.admin_view(create_work_view)
+        return [path("create-work/", view, name="work_workunit_create_work"), *super().get_urls()]
 
     @admin.action(description="Cancel the selected workunits (unsent results are withdrawn, hosts abort)")
     def cancel(self, request: HttpRequest, queryset: QuerySet[Workunit]) -> None:
@@ -113,6 +125,16 @@ class SequenceWorkunitInline(admin.TabularInline):
     show_change_link = True
     ordering = ["sequence_index"]
 
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # steps are added by extending the sequence
+
+
+SEQUENCE_STARVATION_NOTE = (
+    "A host that holds a sequence gets its next steps before any other work, so a project that "
+    "mixes sequence and non-sequence work starves the non-sequence work on those hosts; the app's "
+    "'max sequence job fraction' bounds it."
+)
+
 
 @admin.register(WorkSequence)
 class WorkSequenceAdmin(admin.ModelAdmin):
@@ -120,31 +142,97 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "name",
         "app",
         "state",
+        "progress",
         "assigned_host",
+        "since_progress",
         "max_result_time",
         "restartable_every",
-        "expected_length",
-        "last_progress_time",
+        "n_relocations",
     ]
     list_filter = ["project", "app", "state"]
     search_fields = ["name"]
-    list_select_related = ["app", "assigned_host"]
-    raw_id_fields = [
+    list_select_related = ["app", "assigned_host", "first_unvalidated", "first_undispatched"]
+    raw_id_fields = ["assigned_host"]
+    readonly_fields = [
+        "project",
+        "app",
+        "name",
+        "state",
+        "progress",
+        "expected_length",
         "head_workunit",
         "first_unvalidated",
         "first_undispatched",
+        "checkpoint_result",
         "assigned_host",
+        "assigned_time",
+        "last_progress_time",
+        "n_relocations",
         "replica_of",
+        "ended_notified",
+        "create_time",
     ]
+    show_full_result_count = False
     inlines = [SequenceWorkunitInline]
-    actions = ["deassign", "end"]
+    actions = ["deassign", "end", "extend", "refresh"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WorkSequence]:
+        return super().get_queryset(request).annotate(n_steps=Count("workunits"))
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+        from apps.work.admin_sequences import sequence_create_view
+
+        return sequence_create_view(request, self)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+        return super().changelist_view(
+            request, {"subtitle": SEQUENCE_STARVATION_NOTE, **(extra_context or {})}
+        )
+
+    @admin.display(description="validated / dispatched / steps")
+    def progress(self, obj: WorkSequence) -> str:
+        total = getattr(obj, "n_steps", None)
+        if total is None:
+            total = obj.workunits.count()
+
+        def upto(wu: Workunit | None) -> int:
+            return total if wu is None else wu.sequence_index or 0
+
+        length = (
+            ""
+            if obj.expected_length is None or obj.expected_length == total
+            else f" of {obj.expected_length}"
+        )
+        return f"{upto(obj.first_unvalidated)} / {upto(obj.first_undispatched)} / {total}{length}"
+
+    @admin.display(description="since last progress", ordering="last_progress_time")
+    def since_progress(self, obj: WorkSequence) -> str:
+        if obj.last_progress_time is None:
+            return "-"
+        return timesince(obj.last_progress_time, clock.now())
 
     @admin.action(description="Deassign (relocate from the last restartable state)")
     def deassign(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
-        n = services.sequence_deassign_many(sequence_ids=list(queryset.values_list("id", flat=True)))
-        self.message_user(request, f"{n} sequence(s) deassigned.", messages.SUCCESS)
+        n = sequences.sequence_deassign_many(sequence_ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, f"{n} sequence(s) deassigned; the next host restarts from the checkpoint.")
 
-    @admin.action(description="End the selected sequences")
+    @admin.action(description="End the selected sequences (hosts are told on their next request)")
     def end(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
-        n = services.sequence_end_many(sequence_ids=list(queryset.values_list("id", flat=True)))
+        n = sequences.sequence_end_many(sequence_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"{n} sequence(s) ended.", messages.SUCCESS)
+
+    @admin.action(description=f"Extend open-ended sequences by {EXTEND_BY} steps")
+    def extend(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
+        n = sum(
+            sequences.sequence_extend(sequence_id=i, n_steps=EXTEND_BY)
+            for i in queryset.filter(expected_length__isnull=True).values_list("id", flat=True)
+        )
+        self.message_user(request, f"{n} step(s) added.", messages.SUCCESS)
+
+    @admin.action(description="Refresh progress now (as the sequence-deadline daemon does)")
+    def refresh(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
+        now = clock.now()
+        n = sum(
+            sequences.sequence_refresh(sequence_id=i, now=now) for i in queryset.values_list("id", flat=True)
+        )
+        self.message_user(request, f"{n} sequence(s) changed.", messages.SUCCESS)

@@ -190,3 +190,16 @@ def test_cancel_jobs_by_batch_withdraws_unsent_results(project, files):
 def test_cancel_jobs_unknown_name_is_an_error(project):
     with pytest.raises(CommandError, match="no such workunit"):
         call_command("cancel_jobs", "--project", "cw", "--wu_name", "nope", stdout=StringIO())
+
+
+def test_gzip_input_gets_a_gz_companion_for_gzipped_download(project, files):
+    import gzip
+
+    from apps.work.services import InputSpec, JobSpec, workunit_create
+
+    workunit_create(
+        project=project,
+        app=project.apps.get(),
+        job=JobSpec(name="gz", inputs=(InputSpec(path=files / "a.txt", gzip=True),)),
+    )
+    assert gzip.decompress((project.download_dir / "a.txt.gz").read_bytes()) == b"alpha\n"

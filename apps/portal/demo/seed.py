@@ -3,6 +3,7 @@ work in every state, volunteers with credit. `make run` creates it on first star
 
 from __future__ import annotations
 
+import hashlib
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,6 +25,13 @@ from apps.work.domain.states import (
 )
 from apps.work.models import Result, WorkSequence
 from apps.work.services import InputSpec, JobSpec, OutputSpec, workunits_create
+from apps.work.services.sequences import (
+    SequenceSpec,
+    sequence_create,
+    sequence_end,
+    sequence_extend,
+    sequence_refresh,
+)
 
 DEMO_OUTPUTS = (OutputSpec(open_name="out.txt", max_nbytes=10_000),)
 
@@ -199,6 +207,7 @@ def _history(project: Project, wus: list, hosts: list[Host], rng: random.Random,
                 result.received_time = sent + timedelta(seconds=elapsed + 600)
                 result.elapsed_time = result.cpu_time = elapsed
                 result.claimed_credit = result.granted_credit = round(rng.uniform(0.9, 1.2) * 0.0116, 4)
+                _write_demo_outputs(project, result)
                 credit_by_host[host.id] = credit_by_host.get(host.id, 0) + result.granted_credit
             elif kind == 3:  # one client error
                 result.server_state, result.outcome = ServerState.OVER, Outcome.CLIENT_ERROR
@@ -264,21 +273,70 @@ def _history(project: Project, wus: list, hosts: list[Host], rng: random.Random,
     team.save(update_fields=["total_credit", "expavg_credit"])
 
 
+def _write_demo_outputs(project: Project, result: Result) -> None:
+    """A validated demo result has its uploaded output, as the real pipeline would leave it."""
+    project.upload_dir.mkdir(parents=True, exist_ok=True)
+    for output in result.output_files.all():
+        data = f"demo output of {result.name}\n".encode()
+        (project.upload_dir / output.name).write_bytes(data)
+        output.nbytes, output.md5_cksum, output.uploaded = len(data), hashlib.md5(data).hexdigest(), True
+        output.save(update_fields=["nbytes", "md5_cksum", "uploaded"])
+
+
 def _sequences(project: Project, app, hosts: list[Host], now: datetime) -> None:
-    """Sequences in several states for the admin to look at (seed 001)."""
-    for name, state, host in (
-        ("climate_run_a", SequenceState.ASSIGNED, hosts[2]),
-        ("climate_run_b", SequenceState.UNASSIGNED, None),
-        ("folding_traj_1", SequenceState.ENDED, None),
-    ):
-        WorkSequence.objects.create(
-            project=project,
-            app=app,
-            name=name,
-            state=state,
-            assigned_host=host,
-            assigned_time=now if host else None,
-            max_result_time=4 * 86400,
-            restartable_every=7,
-            expected_length=60 if "climate" in name else None,
-        )
+    """Work sequences (seed 001) in several states, made by the creation service: a climate run
+    in progress on a host (past a checkpoint), one waiting for a host, a folding trajectory in
+    progress and one the project ended. Every step reads the demo input as in.txt, so the demo
+    worker can run them; its out.txt is the state, kept on the host between checkpoints."""
+    job = JobSpec(
+        inputs=(InputSpec(name="demo_input_000.txt", open_name="in.txt"),),
+        outputs=(OutputSpec(open_name="out.txt", max_nbytes=10_000, sequence_state=True),),
+        rsc_fpops_est=5e9,
+        rsc_fpops_bound=5e12,
+    )
+    specs = (
+        (SequenceSpec("climate_run_a", job, 4 * 86400, length=60, restartable_every=7), hosts[2], 10),
+        (SequenceSpec("climate_run_b", job, 4 * 86400, length=60, restartable_every=7), None, 0),
+        (SequenceSpec("folding_traj_1", job, 86400, restartable_every=1), hosts[0], 2),
+        (SequenceSpec("folding_traj_2", job, 86400, restartable_every=1), hosts[3], 4),
+    )
+    for spec, host, done in specs:
+        seq = sequence_create(project=project, app=app, spec=spec, now=now - timedelta(days=done + 1))
+        if host is not None:
+            _sequence_history(seq, host, done, now)
+    sequence_end(sequence_id=WorkSequence.objects.get(project=project, name="folding_traj_2").id, now=now)
+
+
+def _sequence_history(seq: WorkSequence, host: Host, done: int, now: datetime) -> None:
+    """As if ``host`` had computed ``done`` steps (validated) and held the next two."""
+    version = seq.app.versions.filter(plan_class="").first()
+    start = now - timedelta(days=done + 1)
+    WorkSequence.objects.filter(id=seq.id).update(
+        state=SequenceState.ASSIGNED, assigned_host=host, assigned_time=start
+    )
+    missing = done + 3 - seq.workunits.count()
+    if missing > 0:  # an open-ended sequence, as its hook would have extended it
+        sequence_extend(sequence_id=seq.id, n_steps=missing, now=start)
+    for step in range(done + 2):
+        wu = seq.workunits.get(sequence_index=step)
+        result = wu.results.get()
+        sent = start + timedelta(days=step)
+        result.host, result.account, result.app_version = host, host.account, version
+        result.platform, result.version_num = PLATFORM, version.version_num
+        result.sent_time, result.report_deadline = sent, sent + timedelta(seconds=wu.delay_bound)
+        result.server_state = ServerState.IN_PROGRESS
+        if step < done:
+            result.server_state, result.outcome = ServerState.OVER, Outcome.SUCCESS
+            result.client_state, result.validate_state = ClientState.FILES_UPLOADED, ValidateState.VALID
+            result.received_time = sent + timedelta(hours=20)
+            result.elapsed_time = result.cpu_time = 72000
+            for output in result.output_files.filter(upload=True):
+                seq.project.upload_dir.mkdir(parents=True, exist_ok=True)
+                (seq.project.upload_dir / output.name).write_text(f"{seq.name} state after step {step}\n")
+            wu.canonical_result = result
+            wu.assimilate_state = AssimilateState.DONE
+            wu.save(update_fields=["canonical_result", "assimilate_state"])
+        result.save()
+    nxt = seq.workunits.filter(sequence_index=done + 2).first()
+    WorkSequence.objects.filter(id=seq.id).update(first_undispatched=nxt)
+    sequence_refresh(sequence_id=seq.id, now=now)

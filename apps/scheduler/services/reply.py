@@ -214,7 +214,9 @@ def _upload_file_info(ctx: RpcContext, output: OutputFile) -> FileInfoDesc:
     project = ctx.project
     if not output.upload:
         # Issue 7 (seed 001): a sequence step's state file stays on the host for the next step.
-        return FileInfoDesc(name=output.name, max_nbytes=output.max_nbytes, generated_locally=True, sticky=True)
+        return FileInfoDesc(
+            name=output.name, max_nbytes=output.max_nbytes, generated_locally=True, sticky=True
+        )
     signature = output.xml_signature or (
         sign_upload_certificate(project.upload_private_key, output.name, output.max_nbytes)
         if project.upload_private_key

@@ -68,6 +68,9 @@ class OutputFile(models.Model):
     upload = models.BooleanField(
         default=True, help_text="False: kept on the host for the next step of a work sequence (seed 001)"
     )
+    sticky = models.BooleanField(
+        default=False, help_text="Kept on the host after the result is reported (a sequence step's state)"
+    )
     xml_signature = models.TextField(
         blank=True, help_text="Upload authorization: <name>…</name><max_nbytes>…</max_nbytes> signed"
     )

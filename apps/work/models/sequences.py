@@ -54,6 +54,17 @@ class WorkSequence(models.Model):
         help_text="Redundancy: this chain replicates another and is compared with it",
     )
     ended_notified = models.BooleanField(default=False, help_text="The host has been told the sequence ended")
+    checkpoint_result = models.ForeignKey(
+        "work.Result",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The validated restartable result whose uploaded state a new host restarts from",
+    )
+    n_relocations = models.PositiveIntegerField(
+        default=0, help_text="Times the sequence moved to another host"
+    )
 
     class Meta:
         ordering = ["id"]

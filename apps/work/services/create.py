@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import shutil
 from dataclasses import asdict, dataclass, field
@@ -47,6 +48,8 @@ class OutputSpec:
     optional: bool = False
     gzip_when_done: bool = False
     upload: bool = True
+    sticky: bool = False  # kept on the host after the result is reported
+    sequence_state: bool = False  # seed 001: the state a sequence's next step reads (else a report)
 
 
 DEFAULT_OUTPUTS = (OutputSpec(),)
@@ -110,6 +113,13 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
         shutil.copyfile(spec.path, target)
         if copied is not None:
             copied.append(target)
+    if spec.gzip:
+        # A fresh NAME.gz beside the file is what the download handler sends gzip-encoded.
+        gz_target = target.with_name(target.name + ".gz")
+        if not gz_target.exists():
+            gz_target.write_bytes(gzip.compress(data, mtime=0))
+            if copied is not None:
+                copied.append(gz_target)
     return InputFile.objects.create(
         project=project,
         name=name,
@@ -159,15 +169,16 @@ def _resolve(app: App, job: JobSpec) -> dict[str, float | int]:
     }
 
 
-def result_create(*, workunit: Workunit, name: str) -> Result:
-    """An UNSENT result of ``workunit`` with its output files (from the workunit's specs)."""
+def result_create(*, workunit: Workunit, name: str, server_state: ServerState = ServerState.UNSENT) -> Result:
+    """A result of ``workunit`` with its output files (from the workunit's specs); UNSENT unless
+    told otherwise (sequence steps are INACTIVE until the sequence source sends them)."""
     result = Result.objects.create(
         project_id=workunit.project_id,
         app_id=workunit.app_id,
         workunit=workunit,
         name=name,
         priority=workunit.priority,
-        server_state=ServerState.UNSENT,
+        server_state=server_state,
     )
     upload_key = workunit.project.upload_private_key
     OutputFile.objects.bulk_create(
@@ -187,6 +198,7 @@ def result_create(*, workunit: Workunit, name: str) -> Result:
             optional=bool(spec.get("optional", False)),
             gzip_when_done=bool(spec.get("gzip_when_done", False)),
             upload=bool(spec.get("upload", True)),
+            sticky=bool(spec.get("sticky", False)),
         )
         for i, spec in enumerate(workunit.output_files)
     )

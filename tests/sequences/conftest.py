@@ -1,0 +1,126 @@
+"""Work sequences end to end: stock clients (as requests) against the scheduler and the daemons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from io import StringIO
+
+import pytest
+import time_machine
+from django.core.management import call_command
+
+from apps.protocol import SchedulerReply
+from apps.scheduler.services import scheduler_request_handle
+from apps.work.models import OutputFile, Result, WorkSequence
+from apps.work.services import JobSpec, OutputSpec
+from tests.scheduler.conftest import (  # noqa: F401  (fixtures)
+    account,
+    cpu_app,
+    make_request,
+    others,
+    project,
+    reported,
+    worker,
+)
+
+DAY = 86400.0
+FAST_FLOPS = 1e9  # the CPU version's speed on a "fast" host
+STEP_FPOPS = 2.6e14  # 260000 s (3 days) at FAST_FLOPS
+STEP_OUTPUTS = (
+    OutputSpec(open_name="state", max_nbytes=10_000_000, sequence_state=True),
+    OutputSpec(open_name="report", max_nbytes=100_000),
+)
+
+
+def step_job(fpops: float = STEP_FPOPS, **kw: object) -> JobSpec:
+    return JobSpec(outputs=STEP_OUTPUTS, rsc_fpops_est=fpops, rsc_fpops_bound=fpops * 10, **kw)  # type: ignore[arg-type]
+
+
+def content(result: Result, ordinal: int) -> bytes:
+    """Deterministic output: any host computing a step (of any replica chain) writes the same bytes."""
+    wu = result.workunit
+    seq = wu.sequence
+    name = (seq.replica_of or seq).name if seq else wu.name
+    return f"{name} step {wu.sequence_index} file {ordinal}\n".encode()
+
+
+@dataclass
+class Computer:
+    """A stock BOINC client on one computer: what it holds, and its scheduler RPCs."""
+
+    project: object
+    authenticator: str
+    name: str
+    p_fpops: float = FAST_FLOPS
+    elapsed: float = STEP_FPOPS / FAST_FLOPS
+    hostid: int = 0
+    seqno: int = 0
+    tasks: list[str] = field(default_factory=list)
+    replies: list[SchedulerReply] = field(default_factory=list)
+    faulty: bool = False  # computes wrong results
+
+    def rpc(self, now: datetime, *, finish: tuple[str, ...] = (), seconds: float = 1.0) -> SchedulerReply:
+        """Report ``finish`` (uploading their files first), list the rest, ask for ``seconds``."""
+        for name in finish:
+            self.upload(name)
+        base = make_request(self.authenticator)
+        req = replace(
+            base,
+            hostid=self.hostid,
+            rpc_seqno=self.seqno,
+            work_req_seconds=seconds,
+            cpu_req_secs=seconds,
+            host_info=replace(
+                base.host_info, p_fpops=self.p_fpops, host_cpid=self.name, domain_name=self.name
+            ),
+            other_results=others(*[t for t in self.tasks if t not in finish]),
+            results=tuple(reported(n, elapsed=self.elapsed) for n in finish),
+        )
+        reply = scheduler_request_handle(project=self.project, req=req, now=now)
+        self.hostid = reply.hostid or self.hostid
+        self.seqno += 1
+        gone = set(finish) | set(reply.result_aborts)
+        self.tasks = [t for t in self.tasks if t not in gone] + [r.name for r in reply.results]
+        self.replies.append(reply)
+        return reply
+
+    def upload(self, result_name: str) -> None:
+        """What the upload handler would store: the outputs the reply told the client to upload."""
+        result = Result.objects.select_related("workunit__sequence__replica_of", "project").get(
+            name=result_name
+        )
+        result.project.upload_dir.mkdir(parents=True, exist_ok=True)
+        for output in OutputFile.objects.filter(result=result, upload=True):
+            data = content(result, output.ordinal) + (b"garbage\n" if self.faulty else b"")
+            (result.project.upload_dir / output.name).write_bytes(data)
+
+    def next_task(self, sequence: WorkSequence) -> str | None:
+        steps = [t for t in self.tasks if t.startswith(f"{sequence.name}_s")]
+        return min(steps, key=lambda t: int(t.split("_s")[-1].split("_")[0]), default=None)
+
+
+@pytest.fixture
+def computer(project, account):  # noqa: F811
+    def make(name: str, p_fpops: float = FAST_FLOPS) -> Computer:
+        return Computer(project, account.authenticator, name, p_fpops)
+
+    return make
+
+
+def daemons(now: datetime, slug: str) -> str:
+    """``run_daemons --once`` at ``now`` (the back end's round: transitioner ... sequence_deadlines)."""
+    out = StringIO()
+    with time_machine.travel(now, tick=False):
+        call_command("run_daemons", "--once", "--project", slug, stdout=out)
+    return out.getvalue()
+
+
+def validate(result_name: str, now: datetime) -> None:
+    """The back end's validator on the step's workunit, then the call it makes for sequences."""
+    from apps.work.services.sequences import sequence_on_result_validated
+    from apps.work.services.validator import workunit_validate
+
+    wu_id = Result.objects.values_list("workunit_id", flat=True).get(name=result_name)
+    workunit_validate(workunit_id=wu_id, now=now)
+    sequence_on_result_validated(workunit_id=wu_id, now=now)

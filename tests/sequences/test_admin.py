@@ -1,0 +1,117 @@
+"""The work-sequence admin: progress on the changelist, and the actions calling the services."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from apps.work.domain.states import SequenceState
+from apps.work.models import WorkSequence
+from apps.work.services.sequences import SequenceSpec, sequence_create
+from tests.scheduler.conftest import rpc
+from tests.sequences.conftest import DAY, make_request, step_job
+
+pytestmark = pytest.mark.django_db
+
+URL = "/admin/work/worksequence/"
+
+
+@pytest.fixture
+def held(project, cpu_app, computer, now):
+    seq = sequence_create(
+        project=project,
+        app=cpu_app,
+        spec=SequenceSpec(
+            name="held", job=step_job(), max_result_time=4 * DAY, length=10, restartable_every=2
+        ),
+        now=now,
+    )
+    host = computer("a")
+    host.rpc(now)
+    return seq, host
+
+
+def test_changelist_shows_progress_host_and_the_starvation_note(
+    admin_client, held, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(12):
+        response = admin_client.get(URL)
+    text = response.content.decode()
+    assert "0 / 2 / 10" in text  # validated / dispatched / steps
+    assert f"host {held[1].hostid} (a)" in text
+    assert "starves the non-sequence work" in text
+
+
+def test_change_page_lists_the_steps(admin_client, held):
+    seq, _ = held
+    response = admin_client.get(f"{URL}{seq.id}/change/")
+    assert response.status_code == 200
+    assert "held_s9" in response.content.decode()
+
+
+def _act(admin_client, action, seq):
+    return admin_client.post(URL, {"action": action, "_selected_action": [seq.id]}, follow=True)
+
+
+def test_deassign_action_relocates(admin_client, held):
+    seq, _ = held
+    _act(admin_client, "deassign", seq)
+    seq.refresh_from_db()
+    assert (seq.state, seq.assigned_host, seq.n_relocations) == (SequenceState.UNASSIGNED, None, 1)
+    assert seq.first_undispatched.sequence_index == 0
+
+
+def test_end_action_ends_and_the_host_is_told(admin_client, held, now):
+    seq, host = held
+    _act(admin_client, "end", seq)
+    seq.refresh_from_db()
+    assert seq.state == SequenceState.ENDED
+    reply = host.rpc(now + timedelta(hours=1))
+    assert reply.work_sequences_ended == ("held",)
+
+
+def test_extend_action_only_touches_open_ended_sequences(admin_client, held, project, cpu_app, now):
+    seq, _ = held
+    open_ended = sequence_create(
+        project=project,
+        app=cpu_app,
+        spec=SequenceSpec(name="open", job=step_job(), max_result_time=DAY, initial_steps=2),
+        now=now,
+    )
+    admin_client.post(URL, {"action": "extend", "_selected_action": [seq.id, open_ended.id]})
+    assert seq.workunits.count() == 10
+    assert open_ended.workunits.count() == 5
+
+
+def test_demo_has_real_sequences_in_several_states(db):
+    call_command("seed_demo", stdout=StringIO())
+    seqs = {s.name: s for s in WorkSequence.objects.filter(project__slug="demo")}
+    assert {s.state for s in seqs.values()} == {
+        SequenceState.ASSIGNED,
+        SequenceState.UNASSIGNED,
+        SequenceState.ENDED,
+    }
+    a = seqs["climate_run_a"]
+    assert (a.workunits.count(), a.first_unvalidated.sequence_index, a.first_undispatched.sequence_index) == (
+        60,
+        10,
+        12,
+    )
+    assert a.checkpoint_result.workunit.sequence_index == 6
+    assert seqs["climate_run_b"].workunits.count() == 60
+    assert seqs["folding_traj_2"].expected_length == seqs["folding_traj_2"].workunits.count()
+
+
+def test_reply_xml_carries_the_sequence_elements(client, project, cpu_app, account, now):
+    sequence_create(
+        project=project,
+        app=cpu_app,
+        spec=SequenceSpec(name="wire", job=step_job(), max_result_time=4 * DAY, length=3),
+        now=now,
+    )
+    reply = rpc(client, project, make_request(account.authenticator))
+    assert reply.work_sequences_assigned == ("wire",)
+    assert [r.name for r in reply.results] == ["wire_s0_0", "wire_s1_0"]
