@@ -1,0 +1,165 @@
+"""BOINC's db_dump: the statistics files third-party sites read (boinc-facts 3).
+
+Writes ``user.gz``, ``host.gz``, ``team.gz`` (gzipped ``<users>``/``<hosts>``/``<teams>``
+with BOINC's record fields, see apps.portal.records) and ``tables.xml`` (update time and
+totals) into ``<data_dir>/<slug>/stats/``, served at ``/<slug>/stats/<file>``.
+
+Only users who consented to the statistics export are written (BOINC's STATSEXPORT
+consent), and only their hosts: a host's host_cpid would let a stats site link it back to
+its owner across projects. Teams are public on the project's pages and are all written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TypeVar
+
+from django.db.models import Model, QuerySet
+
+from apps.hosts.models import Host
+from apps.portal.records import host_record, team_record, user_record
+from apps.projects.models import Project
+from apps.projects.services import DaemonPass
+from apps.protocol.stats_dump import dump_chunks
+from apps.protocol.stats_xml import Record, render_tables
+from apps.volunteers.models import Account, Team
+
+DAEMON = "db_dump"
+BATCH = 1000
+# The files and how they are served; nothing else in the directory is ever served.
+STATS_FILES: dict[str, str] = {
+    "tables.xml": "text/xml; charset=utf-8",
+    "user.gz": "application/gzip",
+    "host.gz": "application/gzip",
+    "team.gz": "application/gzip",
+}
+
+M = TypeVar("M", bound=Model)
+
+
+def stats_dir(project: Project) -> Path:
+    return project.data_dir / "stats"
+
+
+def _chunked(queryset: QuerySet[M], batch: int) -> Iterator[M]:
+    """Rows in id order, ``batch`` at a time (keyset paging: no OFFSET, no open cursor)."""
+    last_id = 0
+    while True:
+        chunk = list(queryset.filter(id__gt=last_id).order_by("id")[:batch])
+        yield from chunk
+        if len(chunk) < batch:
+            return
+        last_id = chunk[-1].pk
+
+
+def _write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """Write a temporary file beside ``path`` and rename it over ``path``: a reader (or the
+    web server) sees the old file or the new one, never a half-written one."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp_name, 0o644)  # mkstemp makes it private; the files are public
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _write_bytes(out: IO[bytes], data: bytes) -> None:
+    out.write(data)
+
+
+@dataclass
+class _Tally:
+    count: int = 0
+    credit: float = 0.0
+
+
+def _counted(records: Iterator[tuple[Record, float]], tally: _Tally) -> Iterator[Record]:
+    for record, credit in records:
+        tally.count += 1
+        tally.credit += credit
+        yield record
+
+
+def _write_dump(
+    directory: Path, name: str, root_tag: str, records: Iterator[tuple[Record, float]], mtime: int
+) -> _Tally:
+    tally = _Tally()
+
+    def write(out: IO[bytes]) -> None:
+        # The name inside the archive is what ``gzip user`` would record, as BOINC's db_dump.
+        with gzip.GzipFile(filename=name.removesuffix(".gz"), mode="wb", fileobj=out, mtime=mtime) as gz:
+            for chunk in dump_chunks(root_tag, _counted(records, tally)):
+                gz.write(chunk)
+
+    _write_atomic(directory / name, write)
+    return tally
+
+
+def _users(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    accounts = Account.objects.filter(project=project, stats_export_consent=True)
+    for account in _chunked(accounts, batch):
+        yield user_record(account), account.total_credit
+
+
+def _hosts(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    hosts = Host.objects.filter(project=project, account__stats_export_consent=True).select_related("account")
+    for host in _chunked(hosts, batch):
+        yield host_record(host), host.total_credit
+
+
+def _teams(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    for team in _chunked(Team.objects.filter(project=project).select_related("founder"), batch):
+        yield team_record(team), team.total_credit
+
+
+def stats_export_write(*, project: Project, now: datetime, batch: int = BATCH) -> DaemonPass:
+    """One db_dump pass for the project.
+
+    1. Stream consenting users, their hosts, and all teams, ``batch`` rows at a time, each
+       into its gzipped file (written beside it, then renamed over it).
+    2. Write tables.xml last, with the totals of what was written: its update_time marks
+       a complete set.
+    """
+    if not project.stats_export:
+        return DaemonPass(message="stats export is off for this project")
+    directory = stats_dir(project)
+    directory.mkdir(parents=True, exist_ok=True)
+    mtime = int(now.timestamp())
+    users = _write_dump(directory, "user.gz", "users", _users(project, batch), mtime)
+    hosts = _write_dump(directory, "host.gz", "hosts", _hosts(project, batch), mtime)
+    teams = _write_dump(directory, "team.gz", "teams", _teams(project, batch), mtime)
+    tables = render_tables(
+        (
+            ("update_time", mtime),
+            ("nusers_total", users.count),
+            ("nteams_total", teams.count),
+            ("nhosts_total", hosts.count),
+            ("total_credit", users.credit),
+        )
+    )
+    _write_atomic(directory / "tables.xml", lambda out: _write_bytes(out, tables))
+    return DaemonPass(
+        items=users.count + hosts.count + teams.count,
+        message=f"{users.count} users, {hosts.count} hosts, {teams.count} teams",
+    )
+
+
+def stats_file_path(project: Project, name: str) -> Path | None:
+    """The file to serve for ``/<slug>/stats/<name>``; None for any other name.
+
+    Only the four names above are served, so no request path can reach another file.
+    """
+    if name not in STATS_FILES or not project.stats_export:
+        return None
+    return stats_dir(project) / name

@@ -1,0 +1,29 @@
+"""Celery tasks of the portal: the db_dump statistics export (``portal.stats_export``).
+
+Also registers ``credit.cross_project``: Celery's autodiscovery imports only each app's
+``tasks`` module, and the credit app's belongs to its feeder and update_stats tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from apps.core import clock
+from apps.credit.tasks_cross_project import cross_project_task
+from apps.portal.stats_export import DAEMON, stats_export_write
+from apps.projects.services import daemon_run_for_projects
+
+__all__ = ["cross_project_task", "stats_export_task"]
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="portal.stats_export", time_limit=3600, soft_time_limit=3540)
+def stats_export_task() -> dict[str, int]:
+    outcome = daemon_run_for_projects(
+        daemon=DAEMON, run=lambda p: stats_export_write(project=p, now=clock.now())
+    )
+    logger.info("db_dump: %d rows, %d errors", outcome.items, outcome.errors)
+    return {"items": outcome.items, "errors": outcome.errors}
