@@ -102,17 +102,19 @@ def _apply_report(ctx: RpcContext, result: Result, report: ReportedResult) -> No
 
 
 def _output_files_update(results: list[Result], reports: dict[str, ReportedResult]) -> None:
-    """Record the size and MD5 the client computed for each uploaded output."""
-    files = OutputFile.objects.filter(result__in=results).select_related("result")
+    """Record the size and MD5 the client computed for outputs the server has not received.
+
+    A received file keeps the MD5 the upload handler computed from its bytes: the
+    client's report must not be able to change it.
+    """
+    files = OutputFile.objects.filter(result__in=results, uploaded=False).select_related("result")
     to_save = []
     for output in files:
         report = reports[output.result.name]
         for reported in report.files:
             if reported.name == output.name:
                 output.md5_cksum = reported.md5_cksum[:32]
-                if not output.uploaded:
-                    # Until the upload handler has the whole file, only the client's word exists.
-                    output.nbytes = min(output.nbytes, int(reported.nbytes))
+                output.nbytes = min(output.nbytes, int(reported.nbytes))
                 to_save.append(output)
     if to_save:
         OutputFile.objects.bulk_update(to_save, ["md5_cksum", "nbytes"])

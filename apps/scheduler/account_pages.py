@@ -1,0 +1,138 @@
+"""Volunteer sign-up and log-in pages of a project: how a volunteer finds the account key.
+
+Log-in is per project and session based: the session holds the Account id and a keyed
+hash of its password hash and authenticator, so changing either logs the session out.
+These are Accounts (BOINC users), not Django auth users.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from apps.projects.models import Project
+from apps.protocol import WebRpcError
+from apps.scheduler.attach import AccountRpcError, account_create, account_lookup
+from apps.volunteers.models import Account, passwd_hash
+
+SESSION_SALT = "cobblestone.account-session"
+
+
+class SignupForm(forms.Form):
+    name = forms.CharField(label="Name shown to others", max_length=200)
+    email = forms.EmailField(label="Email address", max_length=254)
+    password = forms.CharField(label="Password", widget=forms.PasswordInput, strip=False)
+
+    def __init__(self, *args: object, min_passwd_length: int, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.min_passwd_length = min_passwd_length
+        self.fields["password"].help_text = f"At least {min_passwd_length} characters."
+
+    def clean_password(self) -> str:
+        password: str = self.cleaned_data["password"]
+        if len(password) < self.min_passwd_length:
+            raise forms.ValidationError(f"Use at least {self.min_passwd_length} characters.")
+        return password
+
+
+class LoginForm(forms.Form):
+    email = forms.EmailField(label="Email address", max_length=254)
+    password = forms.CharField(label="Password", widget=forms.PasswordInput, strip=False)
+
+
+def _session_key(project: Project) -> str:
+    return f"cobblestone.account.{project.pk}"
+
+
+def _session_check(account: Account) -> str:
+    return salted_hmac(
+        SESSION_SALT, f"{account.pk}:{account.passwd_hash}:{account.authenticator}"
+    ).hexdigest()
+
+
+def session_account(request: HttpRequest, project: Project) -> Account | None:
+    """The Account logged in to this project in this session, if it is still valid."""
+    entry = request.session.get(_session_key(project))
+    if not isinstance(entry, dict):
+        return None
+    account = Account.objects.select_related("team").filter(project=project, pk=entry.get("id")).first()
+    if account is None or not constant_time_compare(str(entry.get("check", "")), _session_check(account)):
+        return None
+    return account
+
+
+def session_login(request: HttpRequest, project: Project, account: Account) -> None:
+    request.session.cycle_key()  # no session fixation
+    request.session[_session_key(project)] = {"id": account.pk, "check": _session_check(account)}
+
+
+def _page(request: HttpRequest, project: Project, template: str, **context: object) -> HttpResponse:
+    return render(request, f"portal/account/{template}", {"project": project, **context})
+
+
+def signup(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    if project.web_stopped or project.account_creation_disabled:
+        return _page(request, project, "signup.html", closed=True)
+    form = SignupForm(request.POST or None, min_passwd_length=project.min_passwd_length)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            account, _ = account_create(
+                project=project,
+                email_addr=data["email"],
+                passwd_hash=passwd_hash(data["password"], data["email"]),
+                user_name=data["name"].strip(),
+            )
+        except AccountRpcError as exc:
+            form.add_error(*_signup_error(exc))
+        else:
+            session_login(request, project, account)
+            return redirect(reverse("account_home", kwargs={"slug": slug}))
+    return _page(request, project, "signup.html", form=form)
+
+
+def _signup_error(exc: AccountRpcError) -> tuple[str | None, str]:
+    if exc.error_num == WebRpcError.NOT_UNIQUE:
+        return "email", "An account with this email address already exists. Log in instead."
+    if exc.error_num == WebRpcError.BAD_USER_NAME:
+        reason = exc.message or "this name cannot be used"
+        return "name", reason[:1].upper() + reason[1:] + "."
+    if exc.error_num == WebRpcError.BAD_EMAIL_ADDR:
+        return "email", "This email address cannot be used."
+    return None, exc.message or "Accounts cannot be created right now."
+
+
+def account_home(request: HttpRequest, slug: str) -> HttpResponse:
+    """The volunteer's account key and how to attach; a log-in form when logged out."""
+    project = get_object_or_404(Project, slug=slug)
+    account = session_account(request, project)
+    if account is not None:
+        command = f"boinccmd --project_attach {project.master_url} {account.authenticator}"
+        return _page(request, project, "account.html", account=account, attach_command=command)
+    form = LoginForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        email, password = form.cleaned_data["email"], form.cleaned_data["password"]
+        try:
+            account = account_lookup(
+                project=project, email_addr=email, passwd_hash=passwd_hash(password, email)
+            )
+        except AccountRpcError as exc:
+            down = exc.error_num == WebRpcError.PROJECT_DOWN
+            form.add_error(None, "The project is down; try later." if down else "Wrong email or password.")
+        else:
+            assert account is not None
+            session_login(request, project, account)
+            return redirect(reverse("account_home", kwargs={"slug": slug}))
+    return _page(request, project, "login.html", form=form)
+
+
+def account_logout(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    project = get_object_or_404(Project, slug=slug)
+    request.session.pop(_session_key(project), None)
+    return redirect(reverse("account_home", kwargs={"slug": slug}))

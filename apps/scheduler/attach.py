@@ -1,0 +1,296 @@
+"""Attach-time web RPCs (protocol §1.3-1.5) and the account services behind them.
+
+``get_project_config.php``, ``lookup_account.php``, ``create_account.php`` and
+``am_get_info.php`` under each project's master URL, answering with BOINC's XML and
+error numbers as the stock PHP pages do. Query strings are decoded by Django (the client
+escapes '.' as %2E). The same services back the sign-up and log-in pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+from collections.abc import Callable
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+
+from apps.applications.models import AppVersion
+from apps.projects.models import Project
+from apps.protocol import (
+    AmInfo,
+    PlatformDesc,
+    ProjectConfig,
+    WebRpcError,
+    render_account_out,
+    render_am_get_info_reply,
+    render_error,
+    render_project_config,
+)
+from apps.volunteers.models import Account, Team
+
+logger = logging.getLogger(__name__)
+
+XML = "text/xml; charset=utf-8"
+ERR_GENERIC = -1  # what the stock pages send for a missing or malformed argument
+MD5_HEX_LEN = 32
+MAX_NAME_LEN = Account._meta.get_field("name").max_length or 200
+MAX_EMAIL_LEN = Account._meta.get_field("email_addr").max_length or 254
+
+
+class AccountRpcError(Exception):
+    """A BOINC error number (and message) for an account RPC or page."""
+
+    def __init__(self, error_num: int, message: str | None = None) -> None:
+        super().__init__(message or str(error_num))
+        self.error_num = int(error_num)
+        self.message = message
+
+
+# --- pure checks -----------------------------------------------------------------------
+
+
+def user_name_problem(name: str) -> str | None:
+    """Why BOINC's is_valid_user_name() would refuse ``name``, or None."""
+    if name.strip() != name:
+        return "user name cannot have leading or trailing white space"
+    if not name:
+        return "user name must be nonempty"
+    if "<" in name or ">" in name:
+        return "user name may not contain HTML tags"
+    if name.replace(".", "", 1).isdigit():
+        return "user name may not be a number"
+    if len(name) > MAX_NAME_LEN:
+        return f"user name may have at most {MAX_NAME_LEN} characters"
+    return None
+
+
+def email_is_valid(email: str) -> bool:
+    if len(email) > MAX_EMAIL_LEN:
+        return False
+    try:
+        validate_email(email)
+    except ValidationError:
+        return False
+    return True
+
+
+def normalize_hash(value: str) -> str:
+    return value.strip().lower()
+
+
+# --- services --------------------------------------------------------------------------
+
+
+def account_find(*, project: Project, email_addr: str) -> Account | None:
+    """The account with this email (exact spelling first, then ignoring case)."""
+    email = email_addr.strip()
+    accounts = Account.objects.filter(project=project, email_addr__iexact=email).order_by("id")
+    exact = [a for a in accounts if a.email_addr == email]
+    return exact[0] if exact else next(iter(accounts), None)
+
+
+def account_lookup(*, project: Project, email_addr: str, passwd_hash: str | None) -> Account | None:
+    """lookup_account.php: the account if the hash matches; None when no hash was given.
+
+    The hash is md5(password + lower(email)) as the client computes it; BOINC also
+    accepts md5(authenticator + email). An account with no password yet gets the
+    latter as its password hash, as the stock page does.
+    """
+    if project.web_stopped:
+        raise AccountRpcError(WebRpcError.PROJECT_DOWN)
+    account = account_find(project=project, email_addr=email_addr)
+    if account is None:
+        raise AccountRpcError(WebRpcError.NOT_FOUND)
+    if passwd_hash is None:
+        return None
+    if not account.passwd_hash:
+        account.passwd_hash = account_key_hash(account)
+        account.save(update_fields=["passwd_hash"])
+    if not account.check_passwd_hash(normalize_hash(passwd_hash)):
+        raise AccountRpcError(WebRpcError.BAD_PASSWD)
+    return account
+
+
+def account_key_hash(account: Account) -> str:
+    """md5(authenticator + email): the password hash of an account that never set one."""
+    return hashlib.md5((account.authenticator + account.email_addr.lower()).encode()).hexdigest()
+
+
+def account_create(
+    *, project: Project, email_addr: str, passwd_hash: str, user_name: str, team_name: str = ""
+) -> tuple[Account, bool]:
+    """create_account.php: a new account, or the existing one if the hash matches.
+
+    Returns (account, created). Errors: -183 web stopped, -208 creation disabled,
+    -188 bad user name, -205 bad email, -1 hash not 32 characters, -137 email taken.
+    """
+    if project.web_stopped:
+        raise AccountRpcError(WebRpcError.PROJECT_DOWN)
+    if project.account_creation_disabled:
+        raise AccountRpcError(WebRpcError.ACCT_CREATION_DISABLED)
+    email = email_addr.strip().lower()
+    problem = user_name_problem(user_name)
+    if problem:
+        raise AccountRpcError(WebRpcError.BAD_USER_NAME, problem)
+    if not email_is_valid(email):
+        raise AccountRpcError(WebRpcError.BAD_EMAIL_ADDR)
+    digest = normalize_hash(passwd_hash)
+    if len(digest) != MD5_HEX_LEN:
+        raise AccountRpcError(ERR_GENERIC, "password hash length not 32")
+    existing = account_find(project=project, email_addr=email)
+    if existing is not None:
+        return _existing_account(existing, digest), False
+    try:
+        with transaction.atomic():
+            team = Team.objects.filter(project=project, name=team_name.strip()).first() if team_name else None
+            account = Account.objects.create(
+                project=project, name=user_name, email_addr=email, passwd_hash=digest, team=team
+            )
+    except IntegrityError:
+        # Another request created it between the lookup and the insert.
+        existing = account_find(project=project, email_addr=email)
+        if existing is None:
+            raise
+        return _existing_account(existing, digest), False
+    logger.info("project %s: account %s created", project.slug, account.pk)
+    return account, True
+
+
+def _existing_account(account: Account, digest: str) -> Account:
+    if not secrets.compare_digest(account.passwd_hash.lower(), digest):
+        raise AccountRpcError(WebRpcError.NOT_UNIQUE)
+    return account
+
+
+def project_config_get(*, project: Project) -> ProjectConfig:
+    """get_project_config.php for this project: names, limits, switches and platforms."""
+    rows = (
+        AppVersion.objects.filter(app__project=project, app__deprecated=False, deprecated=False)
+        .values_list("platform__name", "platform__user_friendly_name", "plan_class")
+        .distinct()
+        .order_by("platform__name", "plan_class")
+    )
+    return ProjectConfig(
+        name=project.name,
+        master_url=project.master_url,
+        web_rpc_url_base=project.master_url,
+        min_passwd_length=project.min_passwd_length,
+        account_creation_disabled=project.account_creation_disabled,
+        web_stopped=project.web_stopped,
+        sched_stopped=project.sched_stopped,
+        min_client_version=project.min_core_client_version or None,
+        platforms=tuple(
+            PlatformDesc(platform_name=name, user_friendly_name=friendly or name, plan_class=plan_class)
+            for name, friendly, plan_class in rows
+        ),
+        error_num=WebRpcError.PROJECT_DOWN if project.web_stopped else None,
+    )
+
+
+def am_info_get(*, project: Project, authenticator: str) -> AmInfo:
+    if project.web_stopped:
+        raise AccountRpcError(WebRpcError.PROJECT_DOWN)
+    account = (
+        Account.objects.select_related("team").filter(project=project, authenticator=authenticator).first()
+    )
+    if account is None or not authenticator:
+        raise AccountRpcError(WebRpcError.NOT_FOUND)
+    return AmInfo(
+        id=account.pk,
+        name=account.name,
+        country=account.country,
+        global_prefs=account.global_prefs,
+        project_prefs=account.project_prefs,
+        url=account.url,
+        send_email=False,
+        show_hosts=account.show_hosts,
+        teamid=account.team_id or 0,
+        teamfounder=account.team is not None and account.team.founder_id == account.pk,
+    )
+
+
+# --- views -----------------------------------------------------------------------------
+
+
+def _xml(body: bytes) -> HttpResponse:
+    return HttpResponse(body, content_type=XML)
+
+
+def _error(exc: AccountRpcError) -> HttpResponse:
+    return _xml(render_error(exc.error_num, exc.message))
+
+
+def _required(request: HttpRequest, name: str) -> str:
+    value = request.GET.get(name)
+    if value is None or not value.strip():
+        raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
+    return value
+
+
+def _present(request: HttpRequest, name: str) -> str:
+    """A parameter that must be there but may be empty (checked by the service)."""
+    value = request.GET.get(name)
+    if value is None:
+        raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
+    return value
+
+
+def _project(slug: str) -> Project | None:
+    return Project.objects.filter(slug=slug).first()
+
+
+def _web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[HttpRequest, str], HttpResponse]:
+    """GET only; unknown project → 404; AccountRpcError → BOINC's <error> reply."""
+
+    def view(request: HttpRequest, slug: str) -> HttpResponse:
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET"])
+        project = _project(slug)
+        if project is None:
+            return HttpResponse(render_error(WebRpcError.NOT_FOUND, "No such project"), XML, status=404)
+        try:
+            return _xml(handler(request, project))
+        except AccountRpcError as exc:
+            return _error(exc)
+
+    view.__name__ = handler.__name__
+    view.__doc__ = handler.__doc__
+    return view
+
+
+@_web_rpc
+def get_project_config(request: HttpRequest, project: Project) -> bytes:
+    return render_project_config(project_config_get(project=project))
+
+
+@_web_rpc
+def lookup_account(request: HttpRequest, project: Project) -> bytes:
+    account = account_lookup(
+        project=project,
+        email_addr=_required(request, "email_addr"),
+        passwd_hash=request.GET.get("passwd_hash") or None,
+    )
+    return render_account_out(None if account is None else account.authenticator)
+
+
+@_web_rpc
+def create_account(request: HttpRequest, project: Project) -> bytes:
+    account, _ = account_create(
+        project=project,
+        email_addr=_required(request, "email_addr"),
+        passwd_hash=_required(request, "passwd_hash"),
+        user_name=_present(request, "user_name"),
+        team_name=request.GET.get("team_name", ""),
+    )
+    return render_account_out(account.authenticator)
+
+
+@_web_rpc
+def am_get_info(request: HttpRequest, project: Project) -> bytes:
+    return render_am_get_info_reply(
+        am_info_get(project=project, authenticator=_required(request, "account_key"))
+    )
