@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
 
 
 class LocalityFile(models.Model):
@@ -49,6 +50,9 @@ class HostFile(models.Model):
         default=False, help_text="Delivered because the scheduler sent work"
     )
     delete_requested = models.BooleanField(default=False)
+    downloads = models.PositiveIntegerField(
+        default=0, help_text="Times the scheduler sent the file while the host did not report holding it"
+    )
 
     class Meta:
         ordering = ["host", "file"]
@@ -72,6 +76,12 @@ class NeedWork(models.Model):
     class Meta:
         ordering = ["-requested_time"]
         indexes = [models.Index(fields=["file", "handled_time"], name="needwork_pending")]
+        constraints = [
+            # One pending signal per file: concurrent RPCs for the same file share it.
+            models.UniqueConstraint(
+                fields=["file"], condition=Q(handled_time__isnull=True), name="needwork_one_pending"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"need work: {self.file}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final, Literal
@@ -179,6 +179,70 @@ def choose_file_for_new_host(
         if pick not in excluded_for_user:
             return pick
     return FALLBACK
+
+
+def least_held_files(working_set: Iterable[str], holders: Mapping[str, int]) -> set[str]:
+    """The working-set files the fewest active hosts hold (``holders``; absent = 0).
+
+    Seed 004 picks "uniformly (randomly or sequentially)" from the working set; picking
+    uniformly among the least-held files is the sequential variant without shared
+    state: successive new hosts go round the set, so each file reaches M hosts before
+    any gets M + 1, instead of the Poisson spread of independent random picks.
+    """
+    files = set(working_set)
+    if not files:
+        return set()
+    fewest = min(holders.get(name, 0) for name in files)
+    return {name for name in files if holders.get(name, 0) == fewest}
+
+
+def choose_balanced_file_for_new_host(
+    working_set: Iterable[str],
+    holders: Mapping[str, int],
+    rng: random.Random,
+    *,
+    target_hosts: int,
+) -> str | Literal[Fallback.FALLBACK]:
+    """A uniform pick among the least-held working-set files, else FALLBACK.
+
+    FALLBACK also when even the least-held file already has ``target_hosts`` (M)
+    holders: the set is saturated (its files' hosts are still on them), and a host
+    joining one would only split work M hosts can finish, which is the download seed
+    004 wants to avoid; the caller then starts it on a file outside the set.
+    """
+    files = least_held_files(working_set, holders)
+    if not files or min(holders.get(name, 0) for name in files) >= target_hosts:
+        return FALLBACK
+    return rng.choice(sorted(files))
+
+
+def fallback_file_for_host(
+    host_id: int,
+    unsent: Mapping[str, int],
+    excluded_for_user: Set[str] = frozenset(),
+    *,
+    holders: Mapping[str, int],
+    target_hosts: int,
+) -> str | None:
+    """The deterministic choice outside the working set, given each file's unsent results.
+
+    Files with fewer than M holders first (``deterministic_fallback_file`` over them,
+    so hosts spread instead of flocking). When every file with work already has M
+    holders (the work is running out), the file with the most unsent results per
+    holder: a host that must join a started file then gets the longest run of work
+    from its download, instead of a file about to run out, which would send it looking
+    (and downloading) again at its next request.
+    """
+    allowed = {name for name, count in unsent.items() if count > 0} - set(excluded_for_user)
+    under = {name for name in allowed if holders.get(name, 0) < target_hosts}
+    if under:
+        return deterministic_fallback_file(host_id, under)
+    if not allowed:
+        return None
+    return max(
+        sorted(allowed),
+        key=lambda name: (unsent[name] / (holders.get(name, 0) + 1), _host_file_weight(host_id, name)),
+    )
 
 
 def _host_file_weight(host_id: int, file_name: str) -> bytes:

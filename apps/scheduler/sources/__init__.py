@@ -10,5 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from apps.scheduler.services.dispatch import Dispatcher, send_general_work
+from apps.scheduler.sources.locality import send_locality_work
+from apps.scheduler.sources.sequences import send_sequence_work
 
-WORK_SOURCES: list[Callable[[Dispatcher], None]] = [send_general_work]
+# Locality (seed 004) before the general source: a host holding large files gets their work first.
+WORK_SOURCES: list[Callable[[Dispatcher], None]] = [send_sequence_work, send_locality_work, send_general_work]

@@ -1,0 +1,125 @@
+"""Locality fixtures: a locality project with an app, large files, and simulated hosts.
+
+Hosts are ``SimHost`` clients from the simulation module: they report the sticky files
+they hold, keep the sticky files they are sent, and drop the ones they are told to delete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from apps.applications.models import App
+from apps.applications.services import AppFileSpec, app_create, app_version_add
+from apps.locality.simulation import PLATFORM, SimHost
+from apps.projects.models import Project
+from apps.projects.services import project_create
+from apps.protocol import SchedulerReply
+from apps.scheduler.services import scheduler_request_handle
+from apps.volunteers.models import Account, passwd_hash
+from apps.work.domain.locality_names import workunit_name
+from apps.work.models import InputFile, Workunit
+from apps.work.services import InputSpec, JobSpec, workunits_create
+
+MB = 1_000_000
+
+
+@pytest.fixture
+def loc_project(tmp_path: Path) -> Project:
+    project = project_create(slug="loc", name="Locality", locality_scheduling=True).project
+    project.request_delay = 0
+    project.save()
+    return project
+
+
+@pytest.fixture
+def loc_app(loc_project: Project, tmp_path: Path) -> App:
+    worker = tmp_path / "worker.sh"
+    worker.write_text("#!/bin/sh\necho 0 > boinc_finish_called\n")
+    app = app_create(project=loc_project, name="search", min_quorum=2, target_nresults=2, max_total_results=4)
+    app_version_add(
+        project=loc_project,
+        app_name="search",
+        version_num=100,
+        platform_name=PLATFORM,
+        files=[AppFileSpec(path=worker)],
+    )
+    return app
+
+
+def large_file(project: Project, name: str, nbytes: int = 10 * MB) -> InputFile:
+    """A large file in the download area (sized only; the tests never download it)."""
+    return InputFile.objects.create(
+        project=project,
+        name=name,
+        md5_cksum=hashlib.md5(name.encode()).hexdigest(),
+        nbytes=nbytes,
+        sticky=True,
+        report_on_rpc=True,
+    )
+
+
+def file_work(project: Project, app: App, name: str, n: int, *, start: int = 0) -> list[Workunit]:
+    """``n`` workunits ``name__<k>`` using the large file ``name`` (staged first if needed)."""
+    if not InputFile.objects.filter(project=project, name=name).exists():
+        large_file(project, name)
+    jobs = [
+        JobSpec(
+            name=workunit_name(name, f"{k:03d}"),
+            inputs=(InputSpec(name=name),),
+            rsc_fpops_est=1e11,
+            rsc_fpops_bound=1e13,
+        )
+        for k in range(start, start + n)
+    ]
+    return workunits_create(project=project, app=app, jobs=jobs)
+
+
+def volunteer(project: Project, name: str) -> Account:
+    email = f"{name}@example.com"
+    return Account.objects.create(
+        project=project, name=name, email_addr=email, passwd_hash=passwd_hash("pw", email)
+    )
+
+
+class Hosts:
+    """Makes simulated hosts and runs their RPCs through the real scheduler service."""
+
+    def __init__(self, project: Project, now: datetime) -> None:
+        self.project = project
+        self.now = now
+        self._n = 0
+
+    def new(self, account: Account | None = None, *, files: dict[str, float] | None = None) -> SimHost:
+        self._n += 1
+        account = account or volunteer(self.project, f"vol{self._n}")
+        host = SimHost(authenticator=account.authenticator, cpid=f"cpid{self._n}")
+        host.sticky.update(files or {})
+        return host
+
+    def rpc(self, host: SimHost, *, jobs: int = 1, at: datetime | None = None) -> SchedulerReply:
+        """One RPC; the clock moves one second each time so RPCs are distinct."""
+        self.now = at or self.now + timedelta(seconds=1)
+        reply = scheduler_request_handle(project=self.project, req=host.request(jobs=jobs), now=self.now)
+        host.absorb(reply)
+        return reply
+
+
+@pytest.fixture
+def hosts(loc_project: Project, now: datetime) -> Hosts:
+    return Hosts(loc_project, now)
+
+
+@pytest.fixture
+def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The generator task is not sent to a broker; the ids it would get are kept here."""
+    sent: list[int] = []
+    monkeypatch.setattr("apps.locality.services.work_generation_enqueue", sent.append)
+    return sent
+
+
+def wu_file(result_name: str) -> str:
+    return result_name.split("__", 1)[0]
