@@ -31,6 +31,7 @@ def test_bundled_scenarios_are_the_seed_examples_and_the_benchmark() -> None:
         "example2_high_priority",
         "example2_new_project",
         "example3_new_gpu_app",
+        "example3_with_cpu_work",
         "three_projects_100_jobs",
     ]
 

@@ -61,11 +61,33 @@ def test_minor_shortfall_asks_for_all_types_with_a_shortfall() -> None:
 
 def test_minor_shortfall_skips_overworked_project() -> None:
     state, policy = _setup("A", "B")
+    _add(state, 1, "A", CPU, 20000.0)  # busy past CI, idle before CI+AW: a minor shortfall
+    _add(state, 2, "A", GPU, 20000.0)
+    policy.backoff[("A", CPU)] = policy.backoff[("A", GPU)] = Backoff(interval=600.0, until=600.0)
+    policy.ltd[CPU] = {"A": 0.0, "B": -10 * DAY}  # B: far below A's overall debt
+    assert policy.work_fetch(state) is None
+
+
+def test_project_below_the_top_but_within_a_day_is_not_overworked() -> None:
+    state, policy = _setup("A", "B")
     _add(state, 1, "A", CPU, 20000.0)
     _add(state, 2, "A", GPU, 20000.0)
-    policy.ltd[CPU] = {"A": 0.0, "B": -10 * DAY}
-    policy.ltd[GPU] = {"A": -2 * DAY, "B": 0.0}  # A: higher overall debt, but overworked on the GPU
+    policy.backoff[("A", CPU)] = policy.backoff[("A", GPU)] = Backoff(interval=600.0, until=600.0)
+    policy.ltd[CPU] = {"A": 0.0, "B": -0.5 * DAY}
     assert policy.work_fetch(state).project == "B"
+
+
+def test_overworked_is_measured_against_the_top_overall_debt() -> None:
+    state, policy = _setup("A", "B")
+    # Example 1's balance: both resource debts drift, their speed-weighted sums stay level.
+    policy.ltd = {CPU: {"A": 0.0, "B": -30 * DAY}, GPU: {"A": -15 * DAY, "B": 0.0}}
+    assert policy.overworked_projects(state, policy.overall_debts(state)) == set()
+
+
+def test_overworked_project_owes_more_than_a_day_of_the_whole_host() -> None:
+    state, policy = _setup("A", "B")
+    policy.ltd[CPU] = {"A": -3.1 * DAY, "B": 0.0}  # the host does 3 CPU-days a day
+    assert policy.overworked_projects(state, policy.overall_debts(state)) == {"A"}
 
 
 def test_starved_project_is_asked_when_buffers_are_full() -> None:
@@ -104,6 +126,36 @@ def test_project_at_max_backoff_is_not_debt_eligible() -> None:
     assert policy.debt_eligible(state, "A", CPU) is False
 
 
+def test_backed_off_project_is_not_debt_eligible() -> None:
+    state, policy = _setup("A")
+    policy.backoff[("A", CPU)] = Backoff(interval=600.0, until=600.0)
+    assert policy.debt_eligible(state, "A", CPU) is False
+
+
+def test_project_with_a_job_is_debt_eligible_for_every_type() -> None:
+    state, policy = _setup("A")
+    _add(state, 1, "A", GPU, 3600.0)
+    policy.backoff[("A", CPU)] = Backoff(interval=DAY, until=DAY)
+    assert policy.debt_eligible(state, "A", CPU) is True
+
+
+def test_literal_eligibility_applies_the_backoff_rule_to_projects_with_jobs() -> None:
+    state, _ = _setup("A")
+    policy = V6GpuPolicy(literal_eligibility=True)
+    policy.attach(state, "A")
+    _add(state, 1, "A", GPU, 3600.0)
+    policy.backoff[("A", CPU)] = Backoff(interval=DAY, until=0.0)
+    assert policy.debt_eligible(state, "A", CPU) is False
+
+
+def test_gpu_only_project_is_owed_cpu_time_its_rival_uses() -> None:
+    state, policy = _setup("A", "B")
+    _add(state, 1, "A", GPU, 3600.0)
+    policy.backoff[("A", CPU)] = Backoff(interval=DAY, until=DAY)  # A has no CPU app
+    policy.account(state, 3600.0, {("B", CPU): 3600.0, ("A", GPU): 3600.0})
+    assert policy.ltd[CPU] == {"A": 0.0, "B": -3600.0}
+
+
 def test_ineligible_project_use_of_others_does_not_move_debt() -> None:
     state, policy = _setup("A", "B")
     policy.backoff[("A", CPU)] = Backoff(interval=DAY, until=0.0)
@@ -133,27 +185,46 @@ def test_overall_debt_weights_gpu_by_its_speed() -> None:
 
 def test_job_in_deadline_danger_runs_first() -> None:
     state, policy = _setup("A", "B")
-    policy.std[CPU] = {"A": 1000.0, "B": -1000.0}
+    policy.std = {"A": 1000.0, "B": -1000.0}
     _add(state, 1, "A", CPU, 3600.0)
     urgent = _add(state, 2, "B", CPU, 3600.0, deadline=4000.0)
     policy.schedule(state, preempt=True)
     assert urgent.running is True
 
 
-def test_largest_short_term_debt_runs() -> None:
+def test_largest_short_term_debt_runs_on_the_cpu() -> None:
     state, policy = _setup("A", "B")
-    policy.std[GPU] = {"A": -100.0, "B": 100.0}
-    _add(state, 1, "A", GPU, 3600.0)
-    b_job = _add(state, 2, "B", GPU, 3600.0)
+    policy.std = {"A": -100.0, "B": 100.0}
+    _add(state, 1, "A", CPU, 3600.0)
+    b_job = _add(state, 2, "B", CPU, 3600.0)
     policy.schedule(state, preempt=True)
     assert b_job.running is True
 
 
 def test_running_job_is_not_preempted_between_time_slices() -> None:
     state, policy = _setup("A", "B")
-    running = _add(state, 1, "A", GPU, 3600.0)
+    running = _add(state, 1, "A", CPU, 3600.0)
     running.running = running.started = True
-    policy.std[GPU] = {"A": -100.0, "B": 100.0}
-    _add(state, 2, "B", GPU, 3600.0)
+    policy.std = {"A": -100.0, "B": 100.0}
+    _add(state, 2, "B", CPU, 3600.0)
+    policy.schedule(state, preempt=False)
+    assert running.running is True
+
+
+def test_gpu_jobs_run_in_deadline_order_whatever_the_debts() -> None:
+    state, policy = _setup("A", "B")
+    policy.ltd[GPU] = {"A": -DAY, "B": 0.0}
+    policy.std = {"A": -DAY, "B": DAY}
+    first = _add(state, 1, "A", GPU, 3600.0, deadline=2 * DAY)
+    _add(state, 2, "B", GPU, 3600.0, deadline=3 * DAY)
+    policy.schedule(state, preempt=True)
+    assert first.running is True
+
+
+def test_running_gpu_job_keeps_its_gpu_between_time_slices() -> None:
+    state, policy = _setup("A", "B")
+    running = _add(state, 1, "A", GPU, 3600.0, deadline=3 * DAY)
+    running.running = running.started = True
+    _add(state, 2, "B", GPU, 3600.0, deadline=2 * DAY)
     policy.schedule(state, preempt=False)
     assert running.running is True

@@ -11,10 +11,10 @@ Entry points::
 from __future__ import annotations
 
 from apps.emulator.domain.benchmark import benchmark_seconds_per_day
-from apps.emulator.domain.chart import render_share_chart
+from apps.emulator.domain.chart import render_comparison_chart, render_share_chart
 from apps.emulator.domain.figures import FiguresOfMerit, ProjectResourceUsage, SimulationReport, UsageBucket
 from apps.emulator.domain.model import PolicyName, Scenario
-from apps.emulator.domain.report import format_comparison_table, format_report_table
+from apps.emulator.domain.report import format_comparison_table, format_report_table, report_summary
 from apps.emulator.domain.scenario import ScenarioError, bundled_scenarios, load_scenario
 from apps.emulator.domain.simulation import run_scenario
 
@@ -31,6 +31,8 @@ __all__ = [
     "format_comparison_table",
     "format_report_table",
     "load_scenario",
+    "render_comparison_chart",
     "render_share_chart",
+    "report_summary",
     "run_scenario",
 ]

@@ -113,3 +113,28 @@ def _ticks(days: float) -> list[float]:
             break
     count = int(days // step)
     return [k * step for k in range(count + 1)]
+
+
+def render_comparison_chart(
+    reports: Sequence[SimulationReport], *, width: int = 800, panel_height: int = 160
+) -> str:
+    """One SVG with the share chart of each report (e.g. each policy) stacked top to bottom."""
+    if len(reports) == 1:
+        return render_share_chart(reports[0], width=width, panel_height=panel_height)
+    parts = []
+    y = 0
+    for report in reports:
+        height = _TOP + len(report.resources) * (panel_height + _GAP) + _LEGEND
+        inner = render_share_chart(report, width=width, panel_height=panel_height)
+        # A nested <svg> keeps each chart's own coordinates; only its position changes.
+        parts.append(inner.replace("<svg ", f'<svg x="0" y="{y}" ', 1))
+        y += height
+    title = escape(reports[0].scenario) if reports else ""
+    return "\n".join(
+        [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" viewBox="0 0 {width} {y}">',
+            f"<title>{title}: share of each resource by policy</title>",
+            *parts,
+            "</svg>",
+        ]
+    )

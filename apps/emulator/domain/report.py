@@ -84,3 +84,31 @@ def format_comparison_table(reports: Sequence[SimulationReport]) -> str:
             ]
         )
     return _table(header, rows)
+
+
+def report_summary(report: SimulationReport) -> dict[str, object]:
+    """The report's figures of merit, shares and counts as plain JSON-ready values."""
+    fig = report.figures
+    return {
+        "scenario": report.scenario,
+        "policy": report.policy,
+        "days": report.duration / DAY,
+        "figures": {
+            "idle_fraction": fig.idle_fraction,
+            "wasted_fraction": fig.wasted_fraction,
+            "share_violation": fig.share_violation,
+            "monotony": fig.monotony,
+            "rpcs_per_job": fig.rpcs_per_job,
+        },
+        "shares": {
+            project: {proc.value: report.share(project, proc) for proc in report.resources}
+            for project in report.projects
+        },
+        "counts": {
+            "rpcs": report.n_rpcs,
+            "jobs_received": report.n_jobs_received,
+            "jobs_completed": report.n_jobs_completed,
+            "jobs_missed": report.n_jobs_missed,
+            "jobs_aborted": report.n_jobs_aborted,
+        },
+    }

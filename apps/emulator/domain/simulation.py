@@ -22,7 +22,7 @@ import random
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.figures import Recorder, SimulationReport
 from apps.emulator.domain.model import DAY, PolicyName, Scenario
-from apps.emulator.domain.policies import make_policy
+from apps.emulator.domain.policies import ClientPolicy, make_policy
 from apps.emulator.domain.server import SentJob, SimServer
 from apps.emulator.domain.state import ClientState, SimJob, SimProject
 
@@ -30,19 +30,23 @@ _DONE = 1e-6  # seconds: a job this close to its end has finished (float roundin
 
 
 def run_scenario(
-    scenario: Scenario, policy: PolicyName | str, *, days: float | None = None
+    scenario: Scenario, policy: PolicyName | str | ClientPolicy, *, days: float | None = None
 ) -> SimulationReport:
     """Simulate ``scenario`` under ``policy`` ("v4", "v6-gpu" or "rec") and report on it.
 
-    ``days`` overrides the scenario's duration. The run is deterministic: the same
-    scenario (including its seed) and policy always give the same report.
+    ``policy`` may also be a fresh policy object (e.g. a variant built with other options);
+    policies keep per-run state, so an object serves one run. ``days`` overrides the
+    scenario's duration. The run is deterministic: the same scenario (including its seed)
+    and policy always give the same report.
     """
     duration = scenario.duration if days is None else days * DAY
-    return _Simulation(scenario, PolicyName(policy), duration).run()
+    if isinstance(policy, str):
+        policy = make_policy(PolicyName(policy), scenario.prefs)
+    return _Simulation(scenario, policy, duration).run()
 
 
 class _Simulation:
-    def __init__(self, scenario: Scenario, policy: PolicyName, duration: float) -> None:
+    def __init__(self, scenario: Scenario, policy: ClientPolicy, duration: float) -> None:
         self.scenario = scenario
         self.end = duration
         self.state = ClientState(
@@ -55,8 +59,8 @@ class _Simulation:
             p.name: SimServer(p, scenario.host, random.Random(f"{scenario.seed}:{p.name}"))
             for p in scenario.projects
         }
-        self.policy = make_policy(policy, scenario.prefs)
-        self.recorder = Recorder(scenario, policy.value, duration)
+        self.policy = policy
+        self.recorder = Recorder(scenario, policy.name, duration)
         self.next_key = 0
         self.external_events = sorted(
             {p.attach_at for p in scenario.projects if p.attach_at > 0}

@@ -1,32 +1,61 @@
 """Client 6.6 ("v6-gpu"): seed 000's work fetch for CPUs and GPUs, with per-resource debts.
 
-Work fetch follows the seed: a per-(project, resource) backoff; a long-term debt (LTD) per
-resource type with debt eligibility, the zero-sum offset and the max-zero offset; an
-overall debt weighting each resource's LTD by its speed; and major shortfall, then minor
-shortfall, then starved project, each tried on the coprocessors before the CPU.
+Every rule of seed 000 is applied:
 
-CPU scheduling (the seed is silent; this follows what the 6.6 client did): each resource
-type is scheduled on its own. Jobs the round-robin simulation says would miss their
-deadline run first, earliest deadline first. The remaining instances go, one job at a time,
-to the project with the largest anticipated short-term debt (STD) for that resource,
-preferring its running, then preempted, then earliest-deadline new job; each pick lowers
-the project's anticipated STD by one scheduling period of the job's instances. STD is
-owed/got accounting among the projects that have runnable jobs for the resource, kept at
-mean zero and clamped to one day per instance.
+- a backoff per (project, resource type), doubling from 600 s up to one day when a request
+  for that type brings no job of it, cleared by any job of it (randomised as BOINC does);
+- a long-term debt (LTD) per resource type: each debt-eligible project gains what it was
+  owed (its share, among the eligible projects, of the elapsed instance-seconds) minus what
+  it got, then a zero-sum offset over the eligible projects, then an offset that makes the
+  largest debt zero;
+- an overall debt per project: the resource LTDs weighted by their speed relative to the CPU;
+- work fetch: major shortfall (idle before CI), then minor shortfall (idle before CI+AW),
+  then starved project, each tried on the coprocessors before the CPU; a major shortfall asks
+  for its resource only, the others for every type that has a shortfall, backed off or not.
 
-Debt eligibility is the seed's rule: a project is eligible for a resource only while it is
-not backed off for it and its backoff interval is below the one-day maximum (suspension
-and "no new tasks" are not modelled). Requests ask for the whole shortfall of each type
-(``req_secs``) and for the idle instances (``req_instances``); a starved project with no
-shortfall to ask for asks for 1 s. The server's ``estimated_delay`` is the time until the
-resource would first go idle.
+Where the seed is open or ambiguous, this module reads it as follows (tests/emulator/
+test_examples.py measures each consequence):
 
-Measured consequence (tests/emulator/test_examples.py): these rules split Example 1's GPU
-about 50/50, not 75/25. A GPU-only project reaches the maximum CPU backoff within about two
-days and drops out of CPU debt, so its rival's CPU time stops counting in the overall debt;
-asking a project for "all types with a shortfall" keeps its GPU queue stocked whenever it
-is asked for CPU work; and the per-resource STD splits a resource evenly between the
-projects that have jobs for it.
+(a) Debt eligibility. The seed makes P eligible for R when "P is not backed off for R, and
+    the backoff interval is not at the max". These backoff conditions are applied to a
+    project with no job on the host; a project with a runnable job of any type is eligible
+    for every type. Client 6.6 made the same kind of exception (its ``debt_eligible``
+    returned true for a project with runnable jobs before testing backoffs), per resource.
+    Read per resource, Example 1 cannot reach its target: GPU-only A reaches the one-day CPU
+    backoff within two days, B is then the only CPU-eligible project, and B's CPU debt can
+    no longer move (it is owed all it uses, and the zero-sum offset cancels any change). The
+    overall debt then ranks A and B by GPU debt alone, and any lasting GPU split other than
+    50/50 widens the GPU debt gap without bound, so work fetch drives the GPU to 50/50
+    (measured: A 50.8%; ``V6GpuPolicy(literal_eligibility=True)`` applies the backoff
+    conditions alone, as written).
+    Consequence of this reading: a project with work accrues debt on a resource it has no
+    app for. In seed Example 3 B has no GPU jobs and, as written, no other work, so it stays
+    ineligible and is not paid back; if B ran CPU jobs all year while A used the twice
+    faster GPU, B is owed the difference and is paid back once it has a GPU app (scenario
+    ``example3_with_cpu_work``), which is Example 1's equal-processing rule at work.
+(b) "Overworked", which the seed uses but does not define. Client 6.6 called a project
+    overworked on R when its LTD on R was below -max(1 day, buffer + time slice). Here it is
+    the overall debt lying more than that long, in processing of the whole host (instances x
+    relative speed), below the largest overall debt. Example 1's balance has the resource
+    debts drift apart for ever (A is owed CPU time it never uses, B GPU time) while their
+    speed-weighted sums stay level; a per-resource threshold would mark A overworked on the
+    GPU after two days, hold its GPU debt there, and so split the GPU 50/50 again. Relative,
+    not absolute, because both overall debts drift down together.
+(c) Job scheduling, on which the seed is silent, follows client 6.6: on the CPU, jobs the
+    round-robin simulation says would miss their deadline run first (earliest deadline),
+    then one job at a time from the project with the largest anticipated short-term debt
+    (STD; each pick lowers it by one scheduling period of the job's CPUs). STD is owed/got
+    accounting among projects with runnable CPU jobs, kept at mean zero and clamped to one
+    day per CPU. Coprocessor jobs run in deadline order, as 6.6's scheduler took them "in
+    deadline order until all coprocs are full": no debt orders them, so the GPU split is
+    made by work fetch, that is by the overall debt.
+(d) "Ask for work of that type and don't get any work" is read per type (client 6.6 read it
+    as an empty reply). Requests ask for the whole shortfall of each type (``req_secs``) and
+    for the idle instances (``req_instances``); a starved project with no shortfall to ask
+    for asks for 1 s; ``estimated_delay`` is when the resource would first go idle.
+
+Not modelled: suspension, "no new tasks", and the lower bound 6.6 put on each request (a
+project's share of the whole buffer).
 """
 
 from __future__ import annotations
@@ -46,13 +75,16 @@ from apps.emulator.domain.rr_sim import RRResult
 from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState, SimJob
 
+_EPS = 1e-9
+
 
 class V6GpuPolicy:
     name = "v6-gpu"
 
-    def __init__(self) -> None:
+    def __init__(self, *, literal_eligibility: bool = False) -> None:
+        self.literal_eligibility = literal_eligibility
         self.ltd: dict[ProcType, dict[str, float]] = {}
-        self.std: dict[ProcType, dict[str, float]] = {}
+        self.std: dict[str, float] = {}  # CPU short-term debt
         self.backoff: dict[tuple[str, ProcType], Backoff] = {}
 
     # -- accounting -------------------------------------------------------------------
@@ -61,10 +93,13 @@ class V6GpuPolicy:
         for proc in state.proc_types:
             # Zero is the current maximum LTD, so a new project starts debt-free (seed 000).
             self.ltd.setdefault(proc, {})[project] = 0.0
-            self.std.setdefault(proc, {})[project] = 0.0
             self.backoff[(project, proc)] = Backoff()
+        self.std[project] = 0.0
 
     def debt_eligible(self, state: ClientState, project: str, proc: ProcType) -> bool:
+        """Reading (a): a project with work on the host, or not backed off and below the max."""
+        if not self.literal_eligibility and state.has_runnable(project):
+            return True
         backoff = self.backoff[(project, proc)]
         return not backoff.is_backed_off(state.now) and not backoff.at_max()
 
@@ -72,36 +107,43 @@ class V6GpuPolicy:
         if dt <= 0:
             return
         shares = {p.name: p.resource_share for p in state.attached()}
-        pairs = state.runnable_pairs()
         for proc in state.proc_types:
-            n = state.ninstances(proc)
             proc_used = {p: used.get((p, proc), 0.0) for p in shares}
             eligible = {p for p in shares if self.debt_eligible(state, p, proc)}
             self.ltd[proc] = update_long_term_debts(
-                self.ltd[proc], shares=shares, used=proc_used, eligible=eligible, dt=dt, ninstances=n
-            )
-            runnable = {p for p in shares if (p, proc) in pairs}
-            self.std[proc] = update_short_term_debts(
-                self.std[proc],
+                self.ltd[proc],
                 shares=shares,
                 used=proc_used,
-                runnable=runnable,
+                eligible=eligible,
                 dt=dt,
-                ninstances=n,
-                max_debt=DAY * n,
+                ninstances=state.ninstances(proc),
             )
+        ncpus = state.ninstances(ProcType.CPU)
+        self.std = update_short_term_debts(
+            self.std,
+            shares=shares,
+            used={p: used.get((p, ProcType.CPU), 0.0) for p in shares},
+            runnable={p for p in shares if state.has_runnable(p, ProcType.CPU)},
+            dt=dt,
+            ninstances=ncpus,
+            max_debt=DAY * ncpus,
+        )
 
     def overall_debt(self, state: ClientState, project: str) -> float:
         speeds = {proc: state.host.relative_speed(proc) for proc in state.proc_types}
         return overall_debt(project, self.ltd, speeds)
 
-    def _overall_debts(self, state: ClientState) -> dict[str, float]:
+    def overall_debts(self, state: ClientState) -> dict[str, float]:
         return {p.name: self.overall_debt(state, p.name) for p in state.attached()}
 
-    def overworked(self, state: ClientState, project: str, proc: ProcType) -> bool:
-        # As client 6.6: owing more than max(one day, buffer + one time slice) per instance.
+    def overworked_projects(self, state: ClientState, debts: dict[str, float]) -> set[str]:
+        """Reading (b): overall debt more than max(1 day, buffer + slice) of the host below the top."""
+        if not debts:
+            return set()
         limit = max(DAY, state.prefs.work_buf_total + state.prefs.cpu_scheduling_period)
-        return self.ltd[proc][project] < -limit * state.ninstances(proc)
+        host = sum(state.ninstances(p) * state.host.relative_speed(p) for p in state.proc_types)
+        top = max(debts.values())
+        return {p for p, d in debts.items() if d < top - limit * host}
 
     # -- work fetch -------------------------------------------------------------------
 
@@ -109,34 +151,32 @@ class V6GpuPolicy:
         rr = state.rr_sim(state.prefs.work_buf_total)
         order = [proc for proc in FETCH_ORDER if state.ninstances(proc) > 0]
         ci, total = state.prefs.work_buf_min, state.prefs.work_buf_total
-        debts = self._overall_debts(state)
+        debts = self.overall_debts(state)
+        overworked = self.overworked_projects(state, debts)
         for proc in order:
             if rr.resources[proc].saturated_time < ci:
-                project = self._best(state, debts, proc, allow_overworked=True)
+                project = self._best(state, debts, proc, excluded=set())
                 if project is not None:
                     return FetchChoice(project, self._request(state, rr, {proc}), "major shortfall")
         for proc in order:
             if rr.resources[proc].saturated_time < total:
-                project = self._best(state, debts, proc, allow_overworked=False)
+                project = self._best(state, debts, proc, excluded=overworked)
                 if project is not None:
                     return FetchChoice(project, self._request_all(state, rr, proc), "minor shortfall")
         with_jobs = {j.project for j in state.jobs}
         starved = {p: d for p, d in debts.items() if p not in with_jobs}
         for proc in order:
-            project = self._best(state, starved, proc, allow_overworked=False)
+            project = self._best(state, starved, proc, excluded=overworked)
             if project is not None:
                 return FetchChoice(project, self._request_all(state, rr, proc), "starved project")
         return None
 
     def _best(
-        self, state: ClientState, debts: dict[str, float], proc: ProcType, *, allow_overworked: bool
+        self, state: ClientState, debts: dict[str, float], proc: ProcType, *, excluded: set[str]
     ) -> str | None:
         """The greatest-overall-debt project among ``debts`` not backed off for ``proc``."""
         candidates = [
-            p
-            for p in debts
-            if not self.backoff[(p, proc)].is_backed_off(state.now)
-            and (allow_overworked or not self.overworked(state, p, proc))
+            p for p in debts if p not in excluded and not self.backoff[(p, proc)].is_backed_off(state.now)
         ]
         if not candidates:
             return None
@@ -156,30 +196,32 @@ class V6GpuPolicy:
     def handle_reply(self, state: ClientState, choice: FetchChoice, jobs: tuple[SentJob, ...]) -> None:
         handle_resource_backoffs(self.backoff, state, choice, jobs)
 
-    # -- CPU scheduling ---------------------------------------------------------------
+    # -- job scheduling ---------------------------------------------------------------
 
     def schedule(self, state: ClientState, preempt: bool) -> None:
         urgent = state.rr_sim(state.prefs.work_buf_total).deadline_misses
         period = state.prefs.cpu_scheduling_period
+        anticipated = dict(self.std)
+
+        def pick(projects: set[str]) -> str:
+            return max(projects, key=lambda p: (anticipated.get(p, 0.0), p))
+
+        def charge(job: SimJob) -> None:
+            anticipated[job.project] = anticipated.get(job.project, 0.0) - period * job.usage
+
+        chosen = fill_resource(
+            state,
+            ProcType.CPU,
+            preempt=preempt,
+            keep=lambda j: state.now - j.slice_start < period,
+            urgent=urgent,
+            pick_project=pick,
+            on_pick=charge,
+        )
+        apply_run_set(state, ProcType.CPU, chosen)
         for proc in state.proc_types:
-            anticipated = dict(self.std[proc])
-
-            def pick(projects: set[str], anticipated: dict[str, float] = anticipated) -> str:
-                return max(projects, key=lambda p: (anticipated.get(p, 0.0), p))
-
-            def charge(job: SimJob, anticipated: dict[str, float] = anticipated) -> None:
-                anticipated[job.project] = anticipated.get(job.project, 0.0) - period * job.usage
-
-            chosen = fill_resource(
-                state,
-                proc,
-                preempt=preempt,
-                keep=lambda j: state.now - j.slice_start < period,
-                urgent=urgent,
-                pick_project=pick,
-                on_pick=charge,
-            )
-            apply_run_set(state, proc, chosen)
+            if proc.is_gpu:
+                apply_run_set(state, proc, fill_by_deadline(state, proc, preempt=preempt))
 
     def next_wakeup(self, state: ClientState) -> float | None:
         rr = state.rr_sim(state.prefs.work_buf_total)
@@ -187,6 +229,22 @@ class V6GpuPolicy:
         times = [b.until for b in self.backoff.values()]
         times += [state.now + o.saturated_time - low for o in rr.resources.values()]
         return backoff_wakeup(times, state.now + 1.0)
+
+
+def fill_by_deadline(state: ClientState, proc: ProcType, *, preempt: bool) -> set[int]:
+    """Client 6.6's coprocessor scheduling: jobs in deadline order until the instances are full.
+
+    Without ``preempt`` the running jobs keep their instances. Ties go to a running, then a
+    started job, so an equal deadline never preempts.
+    """
+    capacity = float(state.ninstances(proc))
+    chosen: set[int] = set()
+    jobs = sorted(state.jobs_for(proc), key=lambda j: (j.deadline, not j.running, not j.started, j.key))
+    for job in [j for j in jobs if j.running and not preempt] + jobs:
+        if job.key not in chosen and job.usage <= capacity + _EPS:
+            chosen.add(job.key)
+            capacity -= job.usage
+    return chosen
 
 
 def handle_resource_backoffs(

@@ -1,0 +1,349 @@
+"""The scheduler benchmark: a fresh database, gunicorn on loopback, emulated hosts over HTTP.
+
+Steps of one benchmark (``run_benchmark``):
+
+1. create an empty database: an SQLite file, or a new PostgreSQL database on the server
+   named by the URL;
+2. build its schema in a subprocess (``manage.py migrate --run-syncdb``; when the models
+   are ahead of their migrations, from the models directly, as ``pytest --no-migrations``
+   does);
+3. create the benchmark project (apps, jobs, accounts) in a subprocess;
+4. start gunicorn (gthread workers) on a free loopback port against that database;
+5. run the emulated hosts free-running for the given seconds and collect the figures;
+6. stop gunicorn and drop the database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from apps.emulator.domain.model import ClientPrefs
+from apps.emulator.live import LiveConfig, LiveSummary, run_live, varied_hardware
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+MANAGE = BASE_DIR / "manage.py"
+SLUG = "bench"
+# Free-running hosts refill about a CPU-hour per instance per RPC, as a client with a
+# 0.05 + 0.05 day buffer does.
+BENCH_PREFS = ClientPrefs(
+    work_buf_min=0.05 * 86400, work_buf_additional=0.05 * 86400, cpu_scheduling_period=3600.0
+)
+
+
+class BenchError(RuntimeError):
+    """A benchmark step failed; the message says which, with the subprocess's output."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    hosts: int = 40
+    seconds: float = 30.0
+    workers: int = 3
+    threads: int = 4
+    jobs: int = 30_000
+    uploads: bool = False
+    policy: str = "rec"
+
+
+@dataclass(frozen=True, slots=True)
+class BenchResult:
+    label: str
+    options: BenchOptions
+    summary: LiveSummary
+    schema: str  # how the schema was built
+    client_cpu: float  # CPU seconds of the emulated hosts (this process)
+    server_cpu: float  # CPU seconds of gunicorn's processes
+    server_log: str  # the end of gunicorn's log when something went wrong
+
+
+def machine_description() -> str:
+    cpus = os.cpu_count() or 0
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{cpus} CPU(s) {model}, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_benchmark(label: str, database_url: str, options: BenchOptions) -> BenchResult:
+    """Run the whole benchmark against a fresh database made from ``database_url``."""
+    with fresh_database(database_url) as url, tempfile.TemporaryDirectory(prefix="cobblestone-bench-") as tmp:
+        port = free_port()
+        env = server_env(url, port, Path(tmp))
+        schema = build_schema(env)
+        authenticators = setup_project(env, jobs=options.jobs, accounts=options.hosts)
+        log = Path(tmp) / "gunicorn.log"
+        with gunicorn(env, port, workers=options.workers, threads=options.threads, log=log) as server:
+            config = LiveConfig(
+                master_url=f"http://127.0.0.1:{port}/{SLUG}/",
+                hardware=tuple(varied_hardware(options.hosts)),
+                authenticators=authenticators,
+                policy=options.policy,
+                sim_hours=1e6,
+                speedup=None,
+                max_seconds=options.seconds,
+                uploads=options.uploads,
+                report_delay=6 * 3600.0,
+                prefs=BENCH_PREFS,
+            )
+            server_before, client_before = _tree_cpu(server.pid), time.process_time()
+            summary = run_live(config)
+            server_cpu, client_cpu = (
+                _tree_cpu(server.pid) - server_before,
+                time.process_time() - client_before,
+            )
+        tail = _log_tail(log) if not summary.ok else ""
+    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, tail)
+
+
+def _log_tail(log: Path) -> str:
+    """The distinct exception lines of gunicorn's log, then its last lines."""
+    text = log.read_text(errors="replace")
+    errors = sorted(
+        {line for line in text.splitlines() if "Error" in line or "DETAIL" in line or "CONTEXT" in line}
+    )
+    return "\n".join([*errors[:40], "...", text[-1500:]])
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by a process and its live children (Linux /proc)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def server_env(database_url: str, port: int, tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        COBBLESTONE_BASE_URL=f"http://127.0.0.1:{port}",
+        COBBLESTONE_DATA_DIR=str(tmp / "data"),
+        COBBLESTONE_VAR_DIR=str(tmp / "var"),
+        DEBUG="false",
+        SECRET_KEY="bench-only-secret-key-not-for-production-use-0123456789",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        LOG_LEVEL="WARNING",
+        PYTHONPATH=str(BASE_DIR),
+    )
+    (tmp / "var").mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def _manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, str(MANAGE), *args], cwd=BASE_DIR, env=env, capture_output=True, text=True
+    )
+    if check and proc.returncode != 0:
+        raise BenchError(f"manage.py {' '.join(args)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def build_schema(env: dict[str, str]) -> str:
+    """Migrate; if the models are ahead of the migrations, build the schema from the models."""
+    if _manage(env, "makemigrations", "--check", "--dry-run", check=False).returncode == 0:
+        _manage(env, "migrate", "--noinput", "--run-syncdb")
+        return "migrations"
+    _manage(env, "bench_scheduler", "--internal-schema-from-models")
+    return "models (migrations are behind the models)"
+
+
+def setup_project(env: dict[str, str], *, jobs: int, accounts: int) -> tuple[str, ...]:
+    proc = _manage(env, "bench_scheduler", "--internal-setup", "--jobs", str(jobs), "--hosts", str(accounts))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise BenchError(f"project setup printed no authenticators:\n{proc.stdout[-2000:]}")
+    return tuple(json.loads(lines[-1])["authenticators"])
+
+
+@contextmanager
+def gunicorn(
+    env: dict[str, str], port: int, *, workers: int, threads: int, log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """gunicorn with gthread workers on 127.0.0.1:port, stopped (TERM, then KILL) on exit."""
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "boincproj.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        "gthread",
+        "--keep-alive",
+        "30",
+        "--timeout",
+        "120",
+        "--log-level",
+        "warning",
+    ]
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait_ready(f"http://127.0.0.1:{port}/{SLUG}/get_project_config.php", proc, log)
+            yield proc
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"gunicorn exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.3)
+    raise BenchError(f"gunicorn did not answer {url} within {timeout:.0f} s")
+
+
+@contextmanager
+def fresh_database(database_url: str) -> Iterator[str]:
+    """An empty database: a new SQLite file, or a new PostgreSQL database (dropped after)."""
+    parts = urlsplit(database_url)
+    if parts.scheme.startswith("sqlite"):
+        directory = Path(tempfile.mkdtemp(prefix="cobblestone-bench-db-"))
+        try:
+            yield f"sqlite:///{directory / 'bench.sqlite3'}"
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        return
+    import psycopg  # PostgreSQL only
+
+    name = f"cobblestone_bench_{os.getpid()}_{int(time.time())}"
+    admin = urlunsplit((parts.scheme.replace("postgresql", "postgres"), parts.netloc, "/postgres", "", ""))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def format_bench_table(results: list[BenchResult]) -> str:
+    header = [
+        "database",
+        "workers x threads",
+        "hosts",
+        "seconds",
+        "RPCs",
+        "RPCs/s",
+        "jobs/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "server CPU ms/RPC",
+        "client CPU ms/RPC",
+        "errors",
+    ]
+    rows = []
+    for r in results:
+        s = r.summary
+        rows.append(
+            [
+                r.label,
+                f"{r.options.workers} x {r.options.threads}",
+                str(s.hosts),
+                f"{s.wall_seconds:.1f}",
+                str(s.rpcs),
+                f"{s.rpcs_per_second:.1f}",
+                f"{s.jobs_per_second:.1f}",
+                *(f"{s.latency(p) * 1000:.1f}" for p in (50, 90, 99)),
+                f"{r.server_cpu / max(s.rpcs, 1) * 1000:.0f}",
+                f"{r.client_cpu / max(s.rpcs, 1) * 1000:.0f}",
+                str(len(s.errors)),
+            ]
+        )
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row))
+        for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_profile(database_url: str, options: BenchOptions, *, rpcs: int, top: int = 25, dump: str = "") -> str:
+    """cProfile of the scheduler service on a fresh benchmark database (see profiling.py)."""
+    with fresh_database(database_url) as url, tempfile.TemporaryDirectory(prefix="cobblestone-prof-") as tmp:
+        env = server_env(url, 80, Path(tmp))
+        env["ALLOWED_HOSTS"] = "testserver,127.0.0.1,localhost"
+        build_schema(env)
+        authenticators = setup_project(env, jobs=options.jobs, accounts=options.hosts)
+        env["COBBLESTONE_BENCH_AUTHENTICATORS"] = ",".join(authenticators)
+        proc = _manage(
+            env,
+            "bench_scheduler",
+            "--internal-profile",
+            "--hosts",
+            str(options.hosts),
+            "--rpcs",
+            str(rpcs),
+            "--top",
+            str(top),
+            *(["--profile-out", str(Path(dump).resolve())] if dump else []),
+        )
+        return proc.stdout
+
+
+def profile_config(hosts: int, authenticators: tuple[str, ...], *, policy: str = "rec") -> LiveConfig:
+    return LiveConfig(
+        master_url=f"http://testserver/{SLUG}/",
+        hardware=tuple(varied_hardware(hosts)),
+        authenticators=authenticators,
+        policy=policy,
+        sim_hours=1e6,
+        speedup=None,
+        uploads=False,
+        report_delay=6 * 3600.0,
+        prefs=BENCH_PREFS,
+    )

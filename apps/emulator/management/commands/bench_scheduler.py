@@ -1,0 +1,144 @@
+"""Benchmark the scheduler: N emulated hosts against gunicorn, on SQLite and PostgreSQL.
+
+    python manage.py bench_scheduler [--hosts 40] [--seconds 30] [--workers 3] [--threads 4]
+        [--database sqlite|postgres|both] [--database-url postgres://...] [--uploads]
+        [--profile [--rpcs 400]]
+
+Each database gets a fresh database, migrated in a subprocess, a benchmark project and
+gunicorn on a free loopback port (apps.emulator.bench lists the steps). PostgreSQL is used
+when ``--database-url`` or COBBLESTONE_TEST_DATABASE_URL names a server. ``--profile``
+runs the scheduler service in-process under cProfile instead (last database chosen) and
+prints its hotspots with file:line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.emulator.bench import (
+    BenchError,
+    BenchOptions,
+    format_bench_table,
+    machine_description,
+    run_benchmark,
+    run_profile,
+)
+
+
+class Command(BaseCommand):
+    help = "Measure scheduler RPCs/s, jobs dispatched/s and RPC latency with emulated hosts."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--hosts", type=int, default=40, help="concurrent emulated hosts")
+        parser.add_argument("--seconds", type=float, default=30.0, help="measured wall-clock seconds")
+        parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
+        parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+        parser.add_argument("--jobs", type=int, default=30_000, help="jobs created for the benchmark")
+        parser.add_argument("--policy", default="rec", choices=["rec", "v6-gpu", "v4", "mixed"])
+        parser.add_argument("--uploads", action="store_true", help="also upload every output file")
+        parser.add_argument("--database", default="both", choices=["sqlite", "postgres", "both"])
+        parser.add_argument(
+            "--database-url", default="", help="PostgreSQL server URL (a database is made there)"
+        )
+        parser.add_argument("--profile", action="store_true", help="profile the scheduler service in-process")
+        # Steps the benchmark runs in a subprocess against the fresh database.
+        parser.add_argument("--internal-setup", action="store_true", help="(internal)")
+        parser.add_argument("--internal-schema-from-models", action="store_true", help="(internal)")
+        parser.add_argument("--internal-profile", action="store_true", help="(internal)")
+        parser.add_argument("--rpcs", type=int, default=400, help="RPCs to profile with --profile")
+        parser.add_argument("--top", type=int, default=25, help="rows of each profile table")
+        parser.add_argument("--profile-out", default="", help="also save the raw cProfile data here")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["internal_schema_from_models"]:
+            self._schema_from_models()
+            return
+        if opts["internal_setup"]:
+            self._setup(jobs=opts["jobs"], hosts=opts["hosts"])
+            return
+        if opts["internal_profile"]:
+            self._profile(hosts=opts["hosts"], rpcs=opts["rpcs"], top=opts["top"], dump=opts["profile_out"])
+            return
+        options = BenchOptions(
+            hosts=opts["hosts"],
+            seconds=opts["seconds"],
+            workers=opts["workers"],
+            threads=opts["threads"],
+            jobs=opts["jobs"],
+            uploads=opts["uploads"],
+            policy=opts["policy"],
+        )
+        targets = []
+        if opts["database"] in ("sqlite", "both"):
+            targets.append(("SQLite", "sqlite:///bench.sqlite3"))
+        pg_url = opts["database_url"] or os.environ.get("COBBLESTONE_TEST_DATABASE_URL", "")
+        if opts["database"] in ("postgres", "both"):
+            if pg_url:
+                targets.append(("PostgreSQL", pg_url))
+            elif opts["database"] == "postgres":
+                raise CommandError("PostgreSQL needs --database-url or COBBLESTONE_TEST_DATABASE_URL")
+            else:
+                self.stdout.write("PostgreSQL skipped: no --database-url or COBBLESTONE_TEST_DATABASE_URL.")
+        if opts["profile"]:
+            label, url = targets[-1]
+            self.stdout.write(f"Profiling the scheduler service on {label} ({opts['rpcs']} RPCs)...")
+            try:
+                self.stdout.write(
+                    run_profile(url, options, rpcs=opts["rpcs"], top=opts["top"], dump=opts["profile_out"])
+                )
+            except BenchError as exc:
+                raise CommandError(str(exc)) from exc
+            return
+        results = []
+        for label, url in targets:
+            self.stdout.write(
+                f"{label}: fresh database, schema, {options.jobs} jobs, gunicorn, {options.hosts} hosts..."
+            )
+            try:
+                result = run_benchmark(label, url, options)
+            except BenchError as exc:
+                raise CommandError(str(exc)) from exc
+            results.append(result)
+            self.stdout.write(
+                f"  schema from {result.schema}; {result.summary.results_acked} results acknowledged"
+            )
+            for error in result.summary.errors[:5]:
+                self.stdout.write(f"  error: {error}")
+            if result.server_log:
+                self.stdout.write("  end of gunicorn's log:\n" + result.server_log)
+        self.stdout.write("")
+        self.stdout.write(f"Machine: {machine_description()}")
+        self.stdout.write(format_bench_table(results))
+
+    def _setup(self, *, jobs: int, hosts: int) -> None:
+        from apps.emulator.bench import SLUG
+        from apps.emulator.services import bench_project_create
+
+        bench = bench_project_create(slug=SLUG, njobs=jobs, naccounts=hosts)
+        self.stdout.write(json.dumps({"authenticators": list(bench.authenticators)}))
+
+    def _profile(self, *, hosts: int, rpcs: int, top: int, dump: str) -> None:
+        from apps.emulator.bench import profile_config
+        from apps.emulator.profiling import profile_hosts
+
+        keys = tuple(os.environ["COBBLESTONE_BENCH_AUTHENTICATORS"].split(","))
+        self.stdout.write(profile_hosts(profile_config(hosts, keys), rpcs=rpcs, top=top, dump=dump))
+
+    def _schema_from_models(self) -> None:
+        """Create every table from the current models, ignoring migrations (pytest-django's way)."""
+        from django.conf import settings
+
+        class _NoMigrations(dict[str, None]):
+            def __contains__(self, item: object) -> bool:
+                return True
+
+            def __getitem__(self, item: str) -> None:
+                return None
+
+        settings.MIGRATION_MODULES = _NoMigrations()
+        call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)

@@ -1,0 +1,75 @@
+"""bench_scheduler: the figures it prints, and one short run against gunicorn on SQLite."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from apps.emulator.bench import BenchOptions, BenchResult, format_bench_table, free_port
+from apps.emulator.live import LiveSummary
+
+
+def _summary(latencies: tuple[float, ...] = (0.01, 0.02, 0.03, 0.04), **kw) -> LiveSummary:
+    values = {
+        "hosts": 4,
+        "wall_seconds": 2.0,
+        "sim_hours": 1.0,
+        "rpcs": 4,
+        "jobs_received": 40,
+        "results_reported": 10,
+        "results_acked": 10,
+        "uploads": 0,
+        "upload_note": "",
+        "errors": (),
+        "latencies": latencies,
+    }
+    values.update(kw)
+    return LiveSummary(**values)
+
+
+def test_rates_are_per_wall_second() -> None:
+    summary = _summary()
+    assert (summary.rpcs_per_second, summary.jobs_per_second) == (2.0, 20.0)
+
+
+def test_latency_percentiles_are_nearest_rank() -> None:
+    summary = _summary(latencies=tuple(i / 100 for i in range(1, 101)))
+    assert (summary.latency(50), summary.latency(90), summary.latency(99)) == (0.5, 0.9, 0.99)
+
+
+def test_unacknowledged_result_makes_the_run_not_ok() -> None:
+    assert _summary(results_acked=9).ok is False
+
+
+def test_table_has_a_row_per_database() -> None:
+    result = BenchResult("SQLite", BenchOptions(), _summary(), "migrations", 1.0, 2.0, "")
+    lines = format_bench_table([result]).splitlines()
+    assert lines[2].split()[:2] == ["SQLite", "3"]
+    assert "p99 ms" in lines[0]
+
+
+def test_free_port_is_a_loopback_port() -> None:
+    assert 1024 <= free_port() <= 65535
+
+
+@pytest.mark.slow
+def test_bench_scheduler_runs_hosts_against_gunicorn_on_sqlite() -> None:
+    out = StringIO()
+    call_command(
+        "bench_scheduler",
+        "--database",
+        "sqlite",
+        "--seconds",
+        "4",
+        "--jobs",
+        "600",
+        "--hosts",
+        "4",
+        stdout=out,
+    )
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("SQLite "))
+    cells = row.split()
+    assert int(cells[6]) > 0  # RPCs
+    assert cells[-1] == "0"  # errors
