@@ -41,13 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from django.apps import apps as django_apps
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import Resolver404, resolve
+
+from apps.work.bench_support import admin_sql, last_json, run_manage, schema_create, with_db
 
 BASE_DIR = Path(settings.BASE_DIR)
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -57,18 +56,6 @@ Post = Callable[[str, bytes], bytes]
 
 
 # --- the parts, run with --role in a process whose DATABASE_URL is the throwaway database ----
-
-
-def schema_create() -> str:
-    """Create the schema: migrations if they cover the models, else straight from the models."""
-    try:
-        call_command("makemigrations", check=True, dry_run=True, verbosity=0)
-        call_command("migrate", interactive=False, verbosity=0)
-        return "migrations"
-    except SystemExit:
-        settings.MIGRATION_MODULES = {c.label: None for c in django_apps.get_app_configs()}
-        call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)
-        return "models (migrations lag behind)"
 
 
 def record_assimilation(workunit: Any, canonical_result: Any, output_paths: list[Path]) -> str:
@@ -329,21 +316,7 @@ def run_clients_role(urls: list[str], authenticators: list[str], stop_file: Path
 
 
 def _manage(role_args: list[str], env: dict[str, str], timeout: float = 300) -> str:
-    done = subprocess.run(
-        [sys.executable, str(BASE_DIR / "manage.py"), "bench_pipeline", *role_args],
-        env=env,
-        cwd=BASE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench_pipeline {' '.join(role_args)} failed:\n{done.stderr[-4000:]}")
-    return done.stdout
-
-
-def _last_json(output: str) -> Any:
-    return json.loads(output.strip().splitlines()[-1])
+    return run_manage("bench_pipeline", role_args, env, timeout=timeout)
 
 
 def _free_port() -> int:
@@ -372,17 +345,6 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
             proc.kill()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _with_db(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def _admin_sql(server_url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(_with_db(server_url, "postgres"), autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +386,7 @@ def run_distributed(
 
     token = f"{os.getpid()}_{random.randrange(1 << 30)}"
     db_name = f"cobblestone_dist_{token}"
-    db_url = _with_db(pg_url, db_name)
+    db_url = with_db(pg_url, db_name)
     queue = f"bench-{token}"
     work = Path(tempfile.mkdtemp(prefix="cobblestone-dist-"))
     env = {
@@ -441,10 +403,10 @@ def run_distributed(
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
     procs: list[subprocess.Popen[Any]] = []
     stop_file = work / "stop"
-    _admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
+    admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
     try:
-        schema = _last_json(_manage(["--role", "schema"], env))["schema"]
-        setup = _last_json(_manage(["--role", "setup", "--jobs", str(jobs), "--hosts", str(hosts)], env))
+        schema = last_json(_manage(["--role", "schema"], env))["schema"]
+        setup = last_json(_manage(["--role", "setup", "--jobs", str(jobs), "--hosts", str(hosts)], env))
         log(f"database {db_name}: schema from {schema}; {jobs} workunits, {hosts} hosts")
         bin_dir = Path(sys.executable).parent
         ports = [_free_port(), _free_port()]
@@ -487,7 +449,7 @@ def run_distributed(
         for proc in reversed(procs):
             _stop(proc)
         try:
-            _admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+            admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
         except Exception as exc:
             log(f"could not drop {db_name}: {exc}")
 
@@ -571,8 +533,8 @@ def run_embedded(*, jobs: int, hosts: int, log: Callable[[str], None] = print) -
         "COBBLESTONE_VAR_DIR": str(work / "var"),
         "LOG_LEVEL": "WARNING",
     }
-    schema = _last_json(_manage(["--role", "schema"], env))["schema"]
-    outcome = _last_json(
+    schema = last_json(_manage(["--role", "schema"], env))["schema"]
+    outcome = last_json(
         _manage(["--role", "embedded", "--jobs", str(jobs), "--hosts", str(hosts)], env, timeout=1800)
     )
     return {**outcome, "schema": schema}

@@ -1,0 +1,76 @@
+"""Helpers shared by the benchmark commands (bench_pipeline, bench_credit): a throwaway
+database, its schema, and running a part of a benchmark in a ``manage.py`` subprocess.
+
+A benchmark never touches the configured database: the orchestrating command makes a fresh
+one (an SQLite file in a temporary directory, or a new PostgreSQL database on the server the
+caller names, dropped at the end) and runs its parts in subprocesses whose DATABASE_URL
+points there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from django.apps import apps as django_apps
+from django.conf import settings
+from django.core.management import call_command
+
+BASE_DIR = Path(settings.BASE_DIR)
+
+
+def schema_create() -> str:
+    """Create the schema: migrations if they cover the models, else straight from the models."""
+    try:
+        call_command("makemigrations", check=True, dry_run=True, verbosity=0)
+        call_command("migrate", interactive=False, verbosity=0)
+        return "migrations"
+    except SystemExit:
+        settings.MIGRATION_MODULES = {c.label: None for c in django_apps.get_app_configs()}
+        call_command("migrate", run_syncdb=True, interactive=False, verbosity=0)
+        return "models (migrations lag behind)"
+
+
+def run_manage(
+    command: str, args: list[str], env: dict[str, str], *, timeout: float = 300, echo_stderr: bool = False
+) -> str:
+    """``manage.py <command> <args>`` in a subprocess with ``env``; its stdout.
+
+    ``echo_stderr`` lets the subprocess's progress lines through to this process's stderr
+    instead of keeping them for the error message.
+    """
+    done = subprocess.run(
+        [sys.executable, str(BASE_DIR / "manage.py"), command, *args],
+        env=env,
+        cwd=BASE_DIR,
+        stdout=subprocess.PIPE,
+        stderr=None if echo_stderr else subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        detail = "(its output is above)" if echo_stderr else done.stderr[-4000:]
+        raise RuntimeError(f"{command} {' '.join(args)} failed:\n{detail}")
+    return done.stdout
+
+
+def last_json(output: str) -> Any:
+    """The JSON object a subprocess printed on its last line."""
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def with_db(url: str, name: str) -> str:
+    """The database URL ``url`` with its database name replaced by ``name``."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def admin_sql(server_url: str, sql: str) -> None:
+    """Run ``sql`` (CREATE/DROP DATABASE) on the server's ``postgres`` database, autocommit."""
+    import psycopg
+
+    with psycopg.connect(with_db(server_url, "postgres"), autocommit=True) as conn:
+        conn.execute(sql)  # type: ignore[arg-type]
