@@ -26,8 +26,12 @@ sqlite_rc=$?
 
 pg_rc=0
 if [ -n "${COBBLESTONE_TEST_DATABASE_URL:-}" ]; then
-  step "pytest on PostgreSQL (database-backed tests)"
-  DATABASE_URL="$COBBLESTONE_TEST_DATABASE_URL" $VENV/bin/pytest -q -m "not browser and not boinc_client" tests
+  # The whole suite again on PostgreSQL, except what does not depend on the database engine:
+  # the browser and real-client tests, and slow tests not marked postgres (the distributed
+  # and benchmark tests already ran against this server in the first pass).
+  step "pytest on PostgreSQL"
+  DATABASE_URL="$COBBLESTONE_TEST_DATABASE_URL" $VENV/bin/pytest -q \
+    -m "not browser and not boinc_client and (not slow or postgres)" tests
   pg_rc=$?
 else
   step "pytest on PostgreSQL: SKIPPED (no PostgreSQL server could be started)"

@@ -19,6 +19,15 @@ def _data_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | None:
     return settings.COBBLESTONE_DATA_DIR
 
 
+@pytest.fixture(autouse=True)
+def _fresh_scheduler_catalog(request: pytest.FixtureRequest) -> None:
+    """The scheduler's per-process catalog cache must not carry rows from one test to the next."""
+    if request.config.pluginmanager.hasplugin("django"):
+        from apps.scheduler.services.catalog import catalog_clear
+
+        catalog_clear()
+
+
 @pytest.fixture
 def now() -> datetime:
     return datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)

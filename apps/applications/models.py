@@ -110,7 +110,7 @@ class App(models.Model):
     )
 
     class Meta:
-        ordering = ["project", "name"]
+        ordering = ["project_id", "name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="app_unique_name")]
 
     def __str__(self) -> str:
@@ -170,7 +170,7 @@ class AppVersion(models.Model):
     expavg_time = models.FloatField(default=0)
 
     class Meta:
-        ordering = ["app", "platform", "version_num", "plan_class"]
+        ordering = ["app_id", "platform_id", "version_num", "plan_class"]
         constraints = [
             models.UniqueConstraint(
                 fields=["app", "platform", "version_num", "plan_class"], name="appversion_identity"
@@ -208,7 +208,7 @@ class AppFile(models.Model):
     ordinal = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        ordering = ["app_version", "ordinal"]
+        ordering = ["app_version_id", "ordinal"]
         constraints = [
             models.UniqueConstraint(fields=["app_version", "file_name"], name="appfile_unique"),
             models.UniqueConstraint(

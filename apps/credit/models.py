@@ -16,7 +16,7 @@ class UserAppCredit(models.Model):
     expavg_time = models.FloatField(default=0)
 
     class Meta:
-        ordering = ["account", "app"]
+        ordering = ["account_id", "app_id"]
         constraints = [models.UniqueConstraint(fields=["account", "app"], name="userappcredit_unique")]
 
     def __str__(self) -> str:
@@ -34,7 +34,7 @@ class TeamAppCredit(models.Model):
     expavg_time = models.FloatField(default=0)
 
     class Meta:
-        ordering = ["team", "app"]
+        ordering = ["team_id", "app_id"]
         constraints = [models.UniqueConstraint(fields=["team", "app"], name="teamappcredit_unique")]
 
     def __str__(self) -> str:

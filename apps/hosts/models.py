@@ -91,7 +91,7 @@ class HostCoproc(models.Model):
     compute_capability = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["host", "proc_type"]
+        ordering = ["host_id", "proc_type"]
         constraints = [models.UniqueConstraint(fields=["host", "proc_type"], name="hostcoproc_unique")]
 
     def __str__(self) -> str:
@@ -138,7 +138,8 @@ class HostAppVersion(models.Model):
     consecutive_valid = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["host", "app"]
+        # By columns, not relations: ordering by a relation joins (and FOR UPDATE locks) its table.
+        ordering = ["host_id", "app_id", "id"]
         constraints = [
             models.UniqueConstraint(
                 fields=["host", "app_version"],

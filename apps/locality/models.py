@@ -55,7 +55,7 @@ class HostFile(models.Model):
     )
 
     class Meta:
-        ordering = ["host", "file"]
+        ordering = ["host_id", "file_id"]
         constraints = [models.UniqueConstraint(fields=["host", "file"], name="hostfile_unique")]
 
     def __str__(self) -> str:

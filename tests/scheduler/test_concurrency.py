@@ -20,7 +20,7 @@ from apps.work.domain.states import ServerState
 from apps.work.models import Result
 from tests.scheduler.conftest import make_jobs, make_request
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.postgres]
 
 
 def sizes() -> tuple[int, int]:

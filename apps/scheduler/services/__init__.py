@@ -12,12 +12,13 @@ from apps.projects.models import Project
 from apps.protocol import SchedulerReply, SchedulerRequest
 from apps.scheduler.domain.policy import ResourceNeed, WorkNeed, clamp_frac, max_jobs_per_rpc
 from apps.scheduler.services.aborts import results_to_abort
+from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits
 from apps.scheduler.services.hosts import account_authenticate, host_identify
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
-from apps.scheduler.services.versions import HostVersions, host_versions
+from apps.scheduler.services.versions import HostVersions, host_app_versions_lock, host_versions
 from apps.scheduler.sources import WORK_SOURCES
 from apps.scheduler.sources.locality import locality_retry_after_commit
 from apps.scheduler.sources.sequences import sequences_prepare
@@ -61,6 +62,8 @@ def scheduler_request_handle(
                 request_delay=3600,
             )
         ctx.host = host_identify(ctx)
+        ctx.apps = project_catalog(project).apps
+        host_app_versions_lock(ctx)
         results_report(ctx)
         results_to_abort(ctx)
         versions = host_versions(ctx)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from apps.applications.models import App
-from apps.hosts.models import Host
+from apps.hosts.models import Host, HostAppVersion
 from apps.projects.models import Project
 from apps.protocol import ReplyMessage, SchedulerRequest
 from apps.protocol.reply_types import MessagePriority
@@ -47,6 +47,8 @@ class RpcContext:
     request_delay: float | None = None
     previous_rpc_day: date | None = None
     apps: dict[int, App] = field(default_factory=dict)
+    # The host's host_app_version rows, locked once per RPC, keyed (app, version, anonymous type).
+    havs: dict[tuple[int, int | None, str], HostAppVersion] = field(default_factory=dict)
 
     @property
     def now_unix(self) -> float:

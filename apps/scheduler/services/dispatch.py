@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
@@ -75,16 +75,21 @@ class Dispatcher:
         self.sent_results: list[Result] = []
 
     # --- checks -------------------------------------------------------------------------
-    def load_exclusions(self, workunit_ids: set[int]) -> None:
-        """Never two results of one workunit to a host (or user, when configured)."""
+    def load_exclusions(self, workunit_ids: set[int], *, host_checked: bool = False) -> None:
+        """Never two results of one workunit to a host (or user, when configured).
+
+        ``host_checked``: the candidate query already excluded workunits with a result on
+        this host (NOT EXISTS), so only the user rule needs a query.
+        """
         ids = workunit_ids - self.wus_on_host
         if not ids:
             return
         host = self.ctx.host
         assert host is not None
-        self.wus_on_host |= set(
-            Result.objects.filter(workunit_id__in=ids, host=host).values_list("workunit_id", flat=True)
-        )
+        if not host_checked:
+            self.wus_on_host |= set(
+                Result.objects.filter(workunit_id__in=ids, host=host).values_list("workunit_id", flat=True)
+            )
         if self.ctx.project.one_result_per_user_per_wu:
             self.wus_of_user |= set(
                 Result.objects.filter(workunit_id__in=ids, account=self.ctx.account).values_list(
@@ -103,12 +108,12 @@ class Dispatcher:
             self.versions.quota_reached.add(result.app_id)
         return choose_version(allowed, self.need)
 
-    def try_send(self, result: Result) -> bool:
+    def try_send(self, result: Result, option: VersionOption | None = None) -> bool:
         """Send ``result`` if this host can take it now; the caller holds its row lock."""
         wu = result.workunit
         if wu.error_mask or wu.id in self.wus_on_host or wu.id in self.wus_of_user:
             return False
-        option = self.option_for(result)
+        option = option or self.option_for(result)
         if option is None:
             return False
         est_dur = estimated_duration(
@@ -267,35 +272,47 @@ class Dispatcher:
 
 
 def send_general_work(dispatcher: Dispatcher) -> None:
-    """The general source: unsent results of apps this host can run, by priority then age."""
+    """The general source: unsent results of apps this host can run, by priority then age.
+
+    Windows of candidates are read in (priority desc, id) order with keyset paging. An
+    app for which no version can be chosen (resource not needed, in-progress limit or
+    daily quota reached) cannot become choosable later in this RPC, so it is dropped from
+    the scan at once: a host at its quota costs a window, not the whole queue.
+    """
     ctx, need = dispatcher.ctx, dispatcher.need
-    app_ids = [
+    live_apps = {
         app_id
         for app_id, options in dispatcher.versions.options.items()
         if any(need.needs(o.proc_type) for o in options)
-    ]
-    if not app_ids:
-        return
-    seen: set[int] = set()
+    }
+    after: tuple[int, int] | None = None
     for window_size in CANDIDATE_WINDOWS:
-        if not need.work_needed():
+        if not need.work_needed() or not live_apps:
             return
-        qs = Result.objects.filter(project=ctx.project, app_id__in=app_ids, server_state=ServerState.UNSENT)
+        qs = Result.objects.filter(
+            project=ctx.project, app_id__in=sorted(live_apps), server_state=ServerState.UNSENT
+        ).exclude(Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), host=ctx.host)))
         if ctx.project.locality_scheduling:
             # Issue 8 (locality): FILENAME__* work is sent only by the locality source, which
             # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
             qs = qs.filter(workunit__locality_file_name="")
-        if seen:
-            qs = qs.exclude(id__in=seen)
+        if after is not None:
+            qs = qs.filter(Q(priority__lt=after[0]) | Q(priority=after[0], id__gt=after[1]))
         window = list(lock_unsent(qs.select_related("workunit").order_by("-priority", "id"))[:window_size])
         if not window:
             return
-        seen.update(r.id for r in window)
-        dispatcher.load_exclusions({r.workunit_id for r in window})
+        after = (window[-1].priority, window[-1].id)
+        dispatcher.load_exclusions({r.workunit_id for r in window}, host_checked=True)
         for result in window:
             if not need.work_needed():
                 return
-            dispatcher.try_send(result)
+            if result.app_id not in live_apps:
+                continue
+            option = dispatcher.option_for(result)
+            if option is None:
+                live_apps.discard(result.app_id)
+                continue
+            dispatcher.try_send(result, option)
 
 
 def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLimits:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from apps.applications.models import App
+from apps.core.db import update_rows
 from apps.credit.convert import HAV_STAT_FIELDS, credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -26,6 +27,18 @@ from apps.work.domain.states import (
 from apps.work.models import OutputFile, Result, Workunit
 
 MAX_STDERR = 64 * 1024
+REPORT_FIELDS = (
+    "server_state",
+    "outcome",
+    "client_state",
+    "received_time",
+    "exit_status",
+    "cpu_time",
+    "elapsed_time",
+    "stderr_out",
+    "fpops_cumulative",
+    "peak_working_set_size",
+)
 ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
 
 
@@ -64,21 +77,7 @@ def results_report(ctx: RpcContext) -> list[Result]:
         _apply_report(ctx, result, report)
         changed.append(result)
     if changed:
-        Result.objects.bulk_update(
-            changed,
-            [
-                "server_state",
-                "outcome",
-                "client_state",
-                "received_time",
-                "exit_status",
-                "cpu_time",
-                "elapsed_time",
-                "stderr_out",
-                "fpops_cumulative",
-                "peak_working_set_size",
-            ],
-        )
+        update_rows(Result, changed, REPORT_FIELDS)
         Workunit.objects.filter(id__in={r.workunit_id for r in changed}).filter(
             Q(transition_time__isnull=True) | Q(transition_time__gt=ctx.now)
         ).update(transition_time=ctx.now)
@@ -116,8 +115,7 @@ def _output_files_update(results: list[Result], reports: dict[str, ReportedResul
                 output.md5_cksum = reported.md5_cksum[:32]
                 output.nbytes = min(output.nbytes, int(reported.nbytes))
                 to_save.append(output)
-    if to_save:
-        OutputFile.objects.bulk_update(to_save, ["md5_cksum", "nbytes"])
+    update_rows(OutputFile, to_save, ["md5_cksum", "nbytes"])
 
 
 def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
@@ -125,11 +123,11 @@ def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
     not), a success doubles it, and errors raise the error rate and start scale probation."""
     host = ctx.host
     assert host is not None
-    apps = {a.id: a for a in App.objects.filter(id__in={r.app_id for r in results})}
-    havs = {
-        (h.app_id, h.app_version_id, h.anonymous_proc_type): h
-        for h in HostAppVersion.objects.select_for_update().filter(host=host, app_id__in=apps)
-    }
+    wanted = {r.app_id for r in results}
+    apps = {i: ctx.apps[i] for i in wanted if i in ctx.apps}
+    if len(apps) < len(wanted):  # deprecated apps are not in the catalog
+        apps.update({a.id: a for a in App.objects.filter(id__in=wanted - set(apps))})
+    havs = ctx.havs
     touched: dict[int, HostAppVersion] = {}
     for result in results:
         key = (
@@ -153,8 +151,7 @@ def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
         )
         hav_apply(hav, stats)
         touched[hav.pk] = hav
-    if touched:
-        HostAppVersion.objects.bulk_update(list(touched.values()), HAV_STAT_FIELDS)
+    update_rows(HostAppVersion, list(touched.values()), HAV_STAT_FIELDS)
 
 
 def result_job_outcome(result: Result) -> JobOutcome:

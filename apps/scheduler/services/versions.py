@@ -11,7 +11,7 @@ from apps.applications.domain.plan_classes import (
     PlanClassSpec,
     resource_usage,
 )
-from apps.applications.models import App, AppVersion, PlanClass
+from apps.applications.models import App, AppVersion
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import effective_daily_quota, roll_daily_count
@@ -20,6 +20,7 @@ from apps.credit.domain.stats import HostAppVersionStats
 from apps.hosts.models import HostAppVersion
 from apps.protocol import ClientAppVersion
 from apps.scheduler.domain.policy import VersionOption
+from apps.scheduler.services.catalog import ProjectCatalog, project_catalog
 from apps.scheduler.services.context import RpcContext
 
 
@@ -86,28 +87,39 @@ def _spec_for(version: AppVersion, named: dict[str, PlanClassSpec]) -> PlanClass
     )
 
 
+def host_app_versions_lock(ctx: RpcContext) -> None:
+    """Load and lock the host's host_app_version rows once for the whole RPC.
+
+    Reports update them and dispatch counts jobs on them; locking them here (by id order,
+    this table only) keeps two RPCs of one host from interleaving those updates.
+    """
+    ctx.havs = {
+        (h.app_id, h.app_version_id, h.anonymous_proc_type): h
+        for h in HostAppVersion.objects.select_for_update(of=("self",)).filter(host=ctx.host).order_by("id")
+    }
+
+
 def host_versions(ctx: RpcContext) -> HostVersions:
     """Usable versions per app, with projected FLOPS (seed 003 runtime estimates)."""
     host = ctx.host
     assert host is not None
-    apps = {a.id: a for a in App.objects.filter(project=ctx.project, deprecated=False)}
+    catalog = project_catalog(ctx.project)
+    apps = catalog.apps
     ctx.apps = apps
     result = HostVersions(apps=apps, options={app_id: [] for app_id in apps})
-    havs = {
-        (h.app_id, h.app_version_id, h.anonymous_proc_type): h
-        for h in HostAppVersion.objects.filter(host=host, app_id__in=apps)
-    }
-    result.havs = havs
+    result.havs = ctx.havs
     resources = host_resources(ctx)
     if ctx.req.is_anonymous_platform:
         _anonymous_options(ctx, result, resources)
     else:
-        _project_options(ctx, result, resources)
+        _project_options(ctx, result, resources, catalog)
     _apply_quotas(ctx, result)
     return result
 
 
-def _project_options(ctx: RpcContext, out: HostVersions, resources: HostResources) -> None:
+def _project_options(
+    ctx: RpcContext, out: HostVersions, resources: HostResources, catalog: ProjectCatalog
+) -> None:
     named = {
         pc.name: PlanClassSpec(
             name=pc.name,
@@ -116,15 +128,13 @@ def _project_options(ctx: RpcContext, out: HostVersions, resources: HostResource
             needs_opencl=pc.needs_opencl,
             min_compute_capability=pc.min_compute_capability,
         )
-        for pc in PlanClass.objects.filter(project=ctx.project)
+        for pc in catalog.plan_classes
     }
     client_version = ctx.req.client_version
-    versions = (
-        AppVersion.objects.filter(app_id__in=out.apps, deprecated=False, platform__name__in=ctx.req.platforms)
-        .select_related("platform")
-        .prefetch_related("files")
-    )
-    for version in versions:
+    platforms = set(ctx.req.platforms)
+    for version in catalog.versions:
+        if version.platform.name not in platforms:
+            continue
         out.resources_with_versions.add(ProcType(version.proc_type))
         if version.min_core_version and client_version < version.min_core_version:
             continue

@@ -36,6 +36,7 @@ from django.db.models import F, Q
 from apps.core.domain.resources import ProcType
 from apps.credit.domain.runtime import estimated_duration
 from apps.scheduler.domain.policy import VersionOption, WorkNeed, job_infeasible
+from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits
 from apps.scheduler.services.versions import HostVersions
@@ -63,7 +64,7 @@ def sequences_prepare(
     ctx: RpcContext, versions: HostVersions, need_for: Callable[[RpcContext], WorkNeed]
 ) -> None:
     """Sequence notices, lost sequences, released state files, and the MIN_AHEAD floor (module doc)."""
-    if ctx.host is None:
+    if ctx.host is None or not project_catalog(ctx.project).uses_sequences:
         return
     held = _reconcile(ctx)
     _release_states(ctx)
@@ -173,6 +174,8 @@ def _release_states(ctx: RpcContext) -> None:
 def send_sequence_work(dispatcher: Dispatcher) -> None:
     """First job source: the held sequences' next steps, or a new sequence for a host with none."""
     ctx = dispatcher.ctx
+    if not project_catalog(ctx.project).uses_sequences:
+        return
     held = list(
         WorkSequence.objects.filter(project=ctx.project, state=SequenceState.ASSIGNED, assigned_host=ctx.host)
     )

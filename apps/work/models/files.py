@@ -47,7 +47,7 @@ class WorkunitFileRef(models.Model):
     ordinal = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
-        ordering = ["workunit", "ordinal"]
+        ordering = ["workunit_id", "ordinal"]
         constraints = [models.UniqueConstraint(fields=["workunit", "ordinal"], name="wufileref_unique")]
 
     def __str__(self) -> str:
@@ -80,7 +80,7 @@ class OutputFile(models.Model):
     upload_time = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["result", "ordinal"]
+        ordering = ["result_id", "ordinal"]
         constraints = [models.UniqueConstraint(fields=["result", "name"], name="outputfile_unique")]
         indexes = [models.Index(fields=["name"], name="outputfile_name")]
 

@@ -188,6 +188,10 @@ class Result(models.Model):
             models.Index(
                 fields=["app", "-priority", "id"], condition=Q(server_state=2), name="result_unsent"
             ),
+            # The general source filters by several apps at once; this one keeps that scan ordered.
+            models.Index(
+                fields=["project", "-priority", "id"], condition=Q(server_state=2), name="result_unsent_project"
+            ),
             models.Index(fields=["host", "server_state"], name="result_host_state"),
             models.Index(fields=["workunit", "server_state"], name="result_wu_state"),
             models.Index(fields=["project", "server_state", "outcome"], name="result_status_counts"),

@@ -1,0 +1,88 @@
+"""A per-process cache of each project's apps, app versions (with files) and plan classes.
+
+Every scheduler RPC needs them and they change rarely, so they are read at most once per
+TTL per process instead of on every request. Saving or deleting any of them clears this
+process's entry at once (signals below); other processes see the change within the TTL.
+The cached rows are shared between requests and must be treated as read-only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models.signals import post_delete, post_save
+
+from apps.applications.models import App, AppFile, AppVersion, PlanClass
+from apps.projects.models import Project
+from apps.work.models import WorkSequence
+
+TTL_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectCatalog:
+    apps: dict[int, App]
+    versions: tuple[AppVersion, ...]  # non-deprecated, of non-deprecated apps, files prefetched
+    plan_classes: tuple[PlanClass, ...]
+    uses_sequences: bool
+    loaded_at: float
+    project_created: datetime
+
+
+_lock = threading.Lock()
+_catalogs: dict[int, ProjectCatalog] = {}
+
+
+def project_catalog(project: Project) -> ProjectCatalog:
+    now = time.monotonic()
+    project_id = project.id
+    catalog = _catalogs.get(project_id)
+    # The creation time guards against a reused id (a deleted project, or a test database).
+    if (
+        catalog is not None
+        and now - catalog.loaded_at < TTL_SECONDS
+        and catalog.project_created == project.create_time
+    ):
+        return catalog
+    apps = {a.id: a for a in App.objects.filter(project_id=project_id, deprecated=False)}
+    versions = tuple(
+        AppVersion.objects.filter(app_id__in=apps, deprecated=False)
+        .select_related("platform")
+        .prefetch_related("files")
+        .order_by("id")
+    )
+    catalog = ProjectCatalog(
+        apps=apps,
+        versions=versions,
+        plan_classes=tuple(PlanClass.objects.filter(project_id=project_id)),
+        uses_sequences=WorkSequence.objects.filter(project_id=project_id).exists(),
+        loaded_at=now,
+        project_created=project.create_time,
+    )
+    with _lock:
+        _catalogs[project_id] = catalog
+    return catalog
+
+
+def catalog_clear(project_id: int | None = None) -> None:
+    with _lock:
+        if project_id is None:
+            _catalogs.clear()
+        else:
+            _catalogs.pop(project_id, None)
+
+
+def _clear_for(sender: type, instance: object, **kwargs: object) -> None:
+    project_id = getattr(instance, "project_id", None)
+    if project_id is None:
+        app = getattr(instance, "app", None) or getattr(getattr(instance, "app_version", None), "app", None)
+        project_id = getattr(app, "project_id", None)
+    catalog_clear(project_id)
+
+
+for _model in (App, AppVersion, AppFile, PlanClass, WorkSequence):
+    post_save.connect(_clear_for, sender=_model, dispatch_uid=f"catalog-{_model.__name__}-save")
+    post_delete.connect(_clear_for, sender=_model, dispatch_uid=f"catalog-{_model.__name__}-delete")
