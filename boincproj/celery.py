@@ -18,7 +18,7 @@ app.autodiscover_tasks()
 def ensure_broker_dirs() -> None:
     """The filesystem transport needs its folders before the first message."""
     options = app.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             Path(options[key]).mkdir(parents=True, exist_ok=True)
 

@@ -206,7 +206,12 @@ def locality_work_generate(*, file_id: int, now: datetime) -> GeneratedWork | No
        exists, no_work_available/X written).
     """
     with transaction.atomic():
-        file = LocalityFile.objects.select_for_update(of=("self",)).select_related("project").filter(id=file_id).first()
+        file = (
+            LocalityFile.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(id=file_id)
+            .first()
+        )
         if file is None:
             return None
         pending = NeedWork.objects.filter(file=file, handled_time__isnull=True)

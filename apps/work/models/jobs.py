@@ -190,7 +190,9 @@ class Result(models.Model):
             ),
             # The general source filters by several apps at once; this one keeps that scan ordered.
             models.Index(
-                fields=["project", "-priority", "id"], condition=Q(server_state=2), name="result_unsent_project"
+                fields=["project", "-priority", "id"],
+                condition=Q(server_state=2),
+                name="result_unsent_project",
             ),
             models.Index(fields=["host", "server_state"], name="result_host_state"),
             models.Index(fields=["workunit", "server_state"], name="result_wu_state"),
