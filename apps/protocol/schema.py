@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
+from functools import cache
 from typing import Any, Literal, TypedDict
 
 from lxml import etree
@@ -199,39 +200,50 @@ def _strings_from_xml(spec: Spec, container: etree._Element) -> tuple[str, ...]:
     return tuple(values)
 
 
+@cache
+def _xml_plan(cls: Any) -> tuple[tuple[str, Spec, str], ...]:
+    """(field name, spec, tag) of every field filled from XML; computed once per class."""
+    plan = []
+    for f in fields(cls):
+        spec = spec_of(f)
+        if spec is not None and spec.kind is not Kind.CUSTOM:
+            plan.append((f.name, spec, spec.tag or f.name))
+    return tuple(plan)
+
+
 def from_xml(cls: Any, element: etree._Element, where: str) -> Any:
     """Build a ``cls`` message from ``element``; unknown child tags are ignored."""
     index: dict[str, list[etree._Element]] = {}
     for child in child_elements(element):
         index.setdefault(child.tag, []).append(child)
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        spec = spec_of(f)
-        if spec is None or spec.kind is Kind.CUSTOM:
-            continue
-        tag = spec.tag or f.name
-        path = f"{where}/{tag}"
+    for name, spec, tag in _xml_plan(cls):
+        # Paths are for error messages only; build them when a value is actually read.
         if spec.kind in SCALARS:
             if tag in index:
-                value = _scalar_from_text(spec, leaf_text(index[tag][-1]), path)
+                value = _scalar_from_text(spec, leaf_text(index[tag][-1]), f"{where}/{tag}")
                 if value is not _ABSENT:
-                    kwargs[f.name] = value
+                    kwargs[name] = value
         elif spec.kind is Kind.NODE:
             if tag in index:
-                kwargs[f.name] = from_xml(spec.node, index[tag][-1], path)
+                kwargs[name] = from_xml(spec.node, index[tag][-1], f"{where}/{tag}")
         else:
             container = element
             if spec.wrapper:
                 if spec.wrapper not in index:
+                    if spec.required:
+                        _check_required(spec, None, f"{where}/{tag}")
                     continue
                 container = index[spec.wrapper][-1]
             if spec.kind is Kind.STRS:
-                kwargs[f.name] = _strings_from_xml(spec, container)
+                kwargs[name] = _strings_from_xml(spec, container)
             else:
-                kwargs[f.name] = tuple(
+                path = f"{where}/{tag}"
+                kwargs[name] = tuple(
                     from_xml(spec.node, c, path) for c in child_elements(container) if c.tag == tag
                 )
-        _check_required(spec, kwargs.get(f.name), path)
+        if spec.required:
+            _check_required(spec, kwargs.get(name), f"{where}/{tag}")
     hook = _XML_HOOKS.get(cls)
     if hook is not None:
         kwargs.update(hook(element, where))

@@ -106,10 +106,13 @@ def _output_files_update(results: list[Result], reports: dict[str, ReportedResul
     A received file keeps the MD5 the upload handler computed from its bytes: the
     client's report must not be able to change it.
     """
-    files = OutputFile.objects.filter(result__in=results, uploaded=False).select_related("result")
+    names = {r.id: r.name for r in results}
+    files = OutputFile.objects.filter(result_id__in=list(names), uploaded=False).only(
+        "id", "result_id", "name", "nbytes", "md5_cksum"
+    )
     to_save = []
     for output in files:
-        report = reports[output.result.name]
+        report = reports[names[output.result_id]]
         for reported in report.files:
             if reported.name == output.name:
                 output.md5_cksum = reported.md5_cksum[:32]
