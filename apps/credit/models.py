@@ -5,15 +5,23 @@ from __future__ import annotations
 from django.db import models
 
 
-class UserAppCredit(models.Model):
-    """A user's credit from one app (BOINC's credit_user table)."""
+class AppCredit(models.Model):
+    """Credit from one app: jobs, total and recent average (BOINC's credit_user/credit_team)."""
 
-    account = models.ForeignKey("volunteers.Account", on_delete=models.CASCADE, related_name="app_credit")
     app = models.ForeignKey("applications.App", on_delete=models.CASCADE, related_name="+")
     njobs = models.PositiveIntegerField(default=0)
     total = models.FloatField(default=0)
     expavg = models.FloatField(default=0)
     expavg_time = models.FloatField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class UserAppCredit(AppCredit):
+    """A user's credit from one app (BOINC's credit_user table)."""
+
+    account = models.ForeignKey("volunteers.Account", on_delete=models.CASCADE, related_name="app_credit")
 
     class Meta:
         ordering = ["account_id", "app_id"]
@@ -23,15 +31,10 @@ class UserAppCredit(models.Model):
         return f"{self.account_id}/{self.app_id}: {self.total:.1f}"
 
 
-class TeamAppCredit(models.Model):
+class TeamAppCredit(AppCredit):
     """A team's credit from one app (BOINC's credit_team table)."""
 
     team = models.ForeignKey("volunteers.Team", on_delete=models.CASCADE, related_name="app_credit")
-    app = models.ForeignKey("applications.App", on_delete=models.CASCADE, related_name="+")
-    njobs = models.PositiveIntegerField(default=0)
-    total = models.FloatField(default=0)
-    expavg = models.FloatField(default=0)
-    expavg_time = models.FloatField(default=0)
 
     class Meta:
         ordering = ["team_id", "app_id"]

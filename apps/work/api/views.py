@@ -19,7 +19,7 @@ from apps.work.api.filters import ResultFilterSet, WorkunitFilterSet
 from apps.work.api.serializers import BatchCreateSerializer, ResultSerializer, WorkunitSerializer
 from apps.work.models import Result, Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
-from apps.work.services.create import DEFAULT_OUTPUTS
+from apps.work.services.create import DEFAULT_OUTPUTS, WU_PARAMS
 
 
 class ProjectScopedMixin:
@@ -82,21 +82,7 @@ def job_spec(data: dict, scratch: Path) -> JobSpec:
             )
         )
     outputs = tuple(OutputSpec(**o) for o in data["outputs"]) if data.get("outputs") else DEFAULT_OUTPUTS
-    keys = (
-        "command_line",
-        "rsc_fpops_est",
-        "rsc_fpops_bound",
-        "rsc_memory_bound",
-        "rsc_disk_bound",
-        "delay_bound",
-        "min_quorum",
-        "target_nresults",
-        "max_error_results",
-        "max_total_results",
-        "max_success_results",
-        "priority",
-        "batch",
-    )
+    keys = ("command_line", *WU_PARAMS, "priority", "batch")
     return JobSpec(
         name=data.get("name", ""),
         inputs=tuple(inputs),

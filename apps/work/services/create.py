@@ -54,6 +54,20 @@ class OutputSpec:
 
 DEFAULT_OUTPUTS = (OutputSpec(),)
 
+# JobSpec's workunit parameters in BOINC's names (create_work options, template elements, API fields).
+WU_PARAMS = (
+    "rsc_fpops_est",
+    "rsc_fpops_bound",
+    "rsc_memory_bound",
+    "rsc_disk_bound",
+    "delay_bound",
+    "min_quorum",
+    "target_nresults",
+    "max_error_results",
+    "max_total_results",
+    "max_success_results",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class JobSpec:

@@ -6,20 +6,7 @@ from pathlib import Path
 
 from apps.protocol import ProtocolError
 from apps.protocol.templates import InputTemplate, OutputTemplate, parse_input_template, parse_output_template
-from apps.work.services.create import DEFAULT_OUTPUTS, InputSpec, JobSpec, OutputSpec, WorkError
-
-WU_PARAMS = (
-    "rsc_fpops_est",
-    "rsc_fpops_bound",
-    "rsc_memory_bound",
-    "rsc_disk_bound",
-    "delay_bound",
-    "min_quorum",
-    "target_nresults",
-    "max_error_results",
-    "max_total_results",
-    "max_success_results",
-)
+from apps.work.services.create import DEFAULT_OUTPUTS, WU_PARAMS, InputSpec, JobSpec, OutputSpec, WorkError
 
 
 def load_input_template(path: Path) -> InputTemplate:

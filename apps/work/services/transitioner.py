@@ -31,7 +31,6 @@ from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, 
 
 from apps.core import clock
 from apps.credit.domain.quota import JobOutcome
-from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import (
@@ -53,6 +52,7 @@ from apps.work.domain.transitions import (
 )
 from apps.work.models import Result, Workunit
 from apps.work.services.create import result_create
+from apps.work.services.host_outcomes import results_record_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -175,21 +175,7 @@ def _apply_results(wu: Workunit, rows: list[Result], plan: TransitionPlan, now: 
         Result.objects.filter(id__in=[r.id for r in timed_out], server_state=ServerState.IN_PROGRESS).update(
             server_state=ServerState.OVER, outcome=Outcome.NO_REPLY
         )
-        host_app_versions_record_outcomes(
-            outcomes=[
-                HostOutcome(
-                    host_id=r.host_id,
-                    app_id=r.app_id,
-                    app_version_id=r.app_version_id,
-                    anonymous_proc_type=r.anonymous_proc_type,
-                    outcome=JobOutcome.TIMEOUT,
-                    delay_bound=wu.delay_bound,
-                )
-                for r in timed_out
-                if r.host_id is not None
-            ],
-            now=now,
-        )
+        results_record_outcome(timed_out, outcome=JobOutcome.TIMEOUT, delay_bound=wu.delay_bound, now=now)
     if plan.didnt_need_result_ids:
         # INACTIVE results (sequence steps not yet released) are withdrawn like unsent ones.
         Result.objects.filter(

@@ -39,14 +39,7 @@ from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, 
 from apps.applications.models import App
 from apps.core import clock
 from apps.credit.domain.quota import JobOutcome
-from apps.credit.services import (
-    CreditJob,
-    CreditWorkunit,
-    HostOutcome,
-    ResultCredit,
-    credit_grant,
-    host_app_versions_record_outcomes,
-)
+from apps.credit.services import CreditJob, CreditWorkunit, ResultCredit, credit_grant
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import TRANSITION_NEVER, AssimilateState, FileDeleteState, Outcome, ServerState
@@ -61,6 +54,7 @@ from apps.work.domain.validation import (
     transient_retry_time,
 )
 from apps.work.models import OutputFile, Result, Workunit
+from apps.work.services.host_outcomes import results_record_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -375,21 +369,7 @@ def _grant(
 
 
 def _record_invalid(wu: Workunit, invalid: list[Result], now: datetime) -> None:
-    host_app_versions_record_outcomes(
-        outcomes=[
-            HostOutcome(
-                host_id=r.host_id,
-                app_id=r.app_id,
-                app_version_id=r.app_version_id,
-                anonymous_proc_type=r.anonymous_proc_type,
-                outcome=JobOutcome.INVALID,
-                delay_bound=wu.delay_bound,
-            )
-            for r in invalid
-            if r.host_id is not None
-        ],
-        now=now,
-    )
+    results_record_outcome(invalid, outcome=JobOutcome.INVALID, delay_bound=wu.delay_bound, now=now)
 
 
 def _write_workunit(

@@ -118,6 +118,35 @@ def apply_run_set(state: ClientState, proc: ProcType, chosen: Iterable[int]) -> 
         job.running = should_run
 
 
+def schedule_cpu_by_debt(
+    state: ClientState, debts: Mapping[str, float], *, preempt: bool, urgent: frozenset[int] | set[int]
+) -> None:
+    """Run CPU jobs of the projects with the largest anticipated debt (seed 002's loop).
+
+    Each job picked lowers its project's anticipated debt by one scheduling period of its
+    usage, so the CPUs are shared out by debt; jobs in ``urgent`` (deadline danger) first.
+    """
+    period = state.prefs.cpu_scheduling_period
+    anticipated = dict(debts)
+
+    def pick(projects: set[str]) -> str:
+        return max(projects, key=lambda p: (anticipated.get(p, 0.0), p))
+
+    def charge(job: SimJob) -> None:
+        anticipated[job.project] = anticipated.get(job.project, 0.0) - period * job.usage
+
+    chosen = fill_resource(
+        state,
+        ProcType.CPU,
+        preempt=preempt,
+        keep=lambda j: state.now - j.slice_start < period,
+        urgent=urgent,
+        pick_project=pick,
+        on_pick=charge,
+    )
+    apply_run_set(state, ProcType.CPU, chosen)
+
+
 def backoff_wakeup(times: Iterable[float], now: float) -> float | None:
     future = [t for t in times if t > now]
     return min(future) if future else None

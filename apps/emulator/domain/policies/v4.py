@@ -29,12 +29,11 @@ from apps.emulator.domain.debt import update_v4_debts
 from apps.emulator.domain.policies.base import (
     FetchChoice,
     Usage,
-    apply_run_set,
     backoff_wakeup,
-    fill_resource,
+    schedule_cpu_by_debt,
 )
 from apps.emulator.domain.server import SentJob, WorkRequest
-from apps.emulator.domain.state import ClientState, SimJob
+from apps.emulator.domain.state import ClientState
 
 MIN_CONNECTION_PERIOD = 180.0  # a zero T would never ask for work before starving
 
@@ -142,25 +141,8 @@ class V4Policy:
             )
 
     def schedule(self, state: ClientState, preempt: bool) -> None:
-        period = state.prefs.cpu_scheduling_period
-        anticipated = dict(self.debt)
-
-        def pick(projects: set[str]) -> str:
-            return max(projects, key=lambda p: (anticipated.get(p, 0.0), p))
-
-        def charge(job: SimJob) -> None:
-            anticipated[job.project] = anticipated.get(job.project, 0.0) - period * job.usage
-
-        chosen = fill_resource(
-            state,
-            ProcType.CPU,
-            preempt=preempt,
-            keep=lambda j: state.now - j.slice_start < period,
-            urgent=frozenset(),  # seed 002 has no deadline-danger mode
-            pick_project=pick,
-            on_pick=charge,
-        )
-        apply_run_set(state, ProcType.CPU, chosen)
+        # Seed 002 has no deadline-danger mode.
+        schedule_cpu_by_debt(state, self.debt, preempt=preempt, urgent=frozenset())
 
     def next_wakeup(self, state: ClientState) -> float | None:
         return backoff_wakeup((b.until for b in self.rpc_backoff.values()), state.now + 1.0)

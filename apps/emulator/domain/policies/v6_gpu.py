@@ -69,11 +69,11 @@ from apps.emulator.domain.policies.base import (
     Usage,
     apply_run_set,
     backoff_wakeup,
-    fill_resource,
+    schedule_cpu_by_debt,
 )
 from apps.emulator.domain.rr_sim import RRResult
 from apps.emulator.domain.server import SentJob, WorkRequest
-from apps.emulator.domain.state import ClientState, SimJob
+from apps.emulator.domain.state import ClientState
 
 _EPS = 1e-9
 
@@ -200,25 +200,7 @@ class V6GpuPolicy:
 
     def schedule(self, state: ClientState, preempt: bool) -> None:
         urgent = state.rr_sim(state.prefs.work_buf_total).deadline_misses
-        period = state.prefs.cpu_scheduling_period
-        anticipated = dict(self.std)
-
-        def pick(projects: set[str]) -> str:
-            return max(projects, key=lambda p: (anticipated.get(p, 0.0), p))
-
-        def charge(job: SimJob) -> None:
-            anticipated[job.project] = anticipated.get(job.project, 0.0) - period * job.usage
-
-        chosen = fill_resource(
-            state,
-            ProcType.CPU,
-            preempt=preempt,
-            keep=lambda j: state.now - j.slice_start < period,
-            urgent=urgent,
-            pick_project=pick,
-            on_pick=charge,
-        )
-        apply_run_set(state, ProcType.CPU, chosen)
+        schedule_cpu_by_debt(state, self.std, preempt=preempt, urgent=urgent)
         for proc in state.proc_types:
             if proc.is_gpu:
                 apply_run_set(state, proc, fill_by_deadline(state, proc, preempt=preempt))
