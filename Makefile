@@ -9,10 +9,13 @@ STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
 .PHONY: run test venv lint bench clean
 
+# pip's own "Location ... is ignored" notes about this machine's index setup are noise.
+PIP_QUIET := grep -v '^WARNING: Location' || true
+
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip
-	@$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	@set -o pipefail; $(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip 2>&1 | { $(PIP_QUIET); }
+	@set -o pipefail; $(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt 2>&1 | { $(PIP_QUIET); }
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)

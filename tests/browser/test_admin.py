@@ -1,7 +1,9 @@
 import pytest
 from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
 
 from apps.applications.models import AppVersion
+from tests.browser.conftest import admin_login
 from tests.factories import AppFactory, PlatformFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -12,10 +14,7 @@ def test_admin_logs_in_creates_an_app_version_and_sees_it_listed(live_server, pa
     app = AppFactory(name="folding", user_friendly_name="Protein folding")
     platform = PlatformFactory(name="x86_64-pc-linux-gnu")
 
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "boss")
-    page.fill("#id_password", "s3cret-pass")
-    page.click("input[type=submit]")
+    admin_login(page, live_server.url, "boss", "s3cret-pass")
     page.goto(f"{live_server.url}/admin/applications/appversion/add/")
     page.select_option("#id_app", str(app.pk))
     page.select_option("#id_platform", str(platform.pk))
@@ -23,8 +22,8 @@ def test_admin_logs_in_creates_an_app_version_and_sees_it_listed(live_server, pa
     page.fill("#id_plan_class", "cuda")
     page.click("input[name=_save]")
 
-    assert page.locator("ul.messagelist li.success").count() == 1
+    expect(page.locator("ul.messagelist li.success")).to_have_count(1)
     row = page.locator("#result_list tbody tr", has_text="7.12")
-    assert row.count() == 1
+    expect(row).to_have_count(1)
     assert "cuda" in row.inner_text()
     assert AppVersion.objects.get().version_num == 712

@@ -1,7 +1,9 @@
 import pytest
 from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
 
 from apps.applications.models import AppVersion
+from tests.browser.conftest import admin_login
 from tests.factories import AppFactory, AppVersionFactory, PlatformFactory, ProjectFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,15 +30,12 @@ def test_admin_opens_an_apps_credit_view_and_sees_the_version_scales(live_server
     gpu_only = AppFactory(project=ProjectFactory(slug="gpu"), name="gpuapp", user_friendly_name="GPU app")
     AppVersionFactory(app=gpu_only, platform=linux, version_num=200, plan_class="cuda", proc_type="NVIDIA")
 
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "boss")
-    page.fill("#id_password", "s3cret-pass")
-    page.click("input[type=submit]")
+    admin_login(page, live_server.url, "boss", "s3cret-pass")
     page.goto(f"{live_server.url}/admin/applications/app/{mixed.pk}/change/")
     page.click("a.credit-link")
 
     rows = page.locator("#version-scales tbody tr")
-    assert rows.count() == 2
+    expect(rows).to_have_count(2)
     cuda = page.locator("#version-scales tbody tr", has_text="cuda")
     assert "0.1" in cuda.locator("td.pfc-scale").inner_text()
     assert "300" in cuda.inner_text()
@@ -46,6 +45,6 @@ def test_admin_opens_an_apps_credit_view_and_sees_the_version_scales(live_server
     page.goto(f"{live_server.url}/admin/credit/planclassscale/app/{gpu_only.pk}/")
     assert page.locator("#version-scales td.pfc-scale").inner_text() == "not set"
     page.click("#recompute-now")
-    assert page.locator("ul.messagelist li.success").count() == 1
+    expect(page.locator("ul.messagelist li.success")).to_have_count(1)
     assert page.locator("#version-scales td.pfc-scale").inner_text() == "0.1"
     assert AppVersion.objects.get(app=gpu_only).pfc_scale == pytest.approx(0.1)

@@ -2,9 +2,11 @@
 
 import pytest
 from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
 
 from apps.emulator.domain import bundled_scenarios
 from apps.emulator.models import Scenario
+from tests.browser.conftest import admin_login
 from tests.factories import AppFactory, AppVersionFactory, ProjectFactory, WorkunitFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -20,10 +22,7 @@ def test_admin_runs_a_scenario_and_sees_the_chart(live_server, page):
     text = bundled_scenarios()["example1_gpu_sharing"].read_text()
     scenario = Scenario.objects.create(name="Seed 000 Example 1", project=project, text=text)
 
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "boss")
-    page.fill("#id_password", "s3cret-pass")
-    page.click("input[type=submit]")
+    admin_login(page, live_server.url, "boss", "s3cret-pass")
     page.goto(f"{live_server.url}/admin/emulator/scenario/{scenario.pk}/change/")
     page.click("text=Run emulation")
     page.select_option("#id_policy", "all")
@@ -31,7 +30,7 @@ def test_admin_runs_a_scenario_and_sees_the_chart(live_server, page):
     page.click("input[name=_run]")
 
     charts = page.locator(".emulation-chart svg")
-    assert charts.count() == 3
+    expect(charts).to_have_count(3)
     assert charts.first.is_visible()
     assert charts.first.bounding_box()["height"] > 100
     assert page.locator("#emulation-comparison tbody tr").count() == 3

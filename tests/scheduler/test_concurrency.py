@@ -70,5 +70,8 @@ def test_concurrent_hosts_get_every_job_exactly_once(project, account, cpu_app):
     assert len(received) == njobs
     assert Result.objects.filter(server_state=ServerState.UNSENT).count() == 0
     assert Result.objects.filter(server_state=ServerState.IN_PROGRESS, host__isnull=False).count() == njobs
-    per_host = Counter(Result.objects.values_list("host_id", flat=True))
-    assert len(per_host) > 1  # the work was really shared between concurrent hosts
+    if connection.vendor == "postgresql":
+        # Row locks with SKIP LOCKED let hosts dispatch side by side, so the work is shared;
+        # SQLite's write lock is not fair, and one host may legitimately win every round.
+        per_host = Counter(Result.objects.values_list("host_id", flat=True))
+        assert len(per_host) > 1
