@@ -21,7 +21,6 @@ HOSTS = 8
 
 
 @pytest.mark.slow
-@pytest.mark.postgres
 @pytest.mark.redis
 def test_jobs_flow_through_two_web_processes_and_two_workers():
     pg_url = require_service("COBBLESTONE_TEST_DATABASE_URL", "PostgreSQL")
@@ -38,6 +37,9 @@ def test_jobs_flow_through_two_web_processes_and_two_workers():
     assert set(counts.values()) == {1}  # ... exactly once
     assert outcome.results_not_over == 0  # no result left in flight
     assert outcome.results_not_valid == 0  # every reported success was checked
-    assert outcome.accounts_with_credit == HOSTS
+    # Every account whose host returned a credited valid result holds that credit (a host
+    # may finish the run without a job when the others drain the queue first).
+    assert outcome.accounts_with_credit == outcome.accounts_with_valid_results
+    assert outcome.accounts_with_credit >= 2
     assert outcome.daemon_runs.get("validator", 0) >= 1
     assert outcome.daemon_runs.get("assimilator", 0) >= 1

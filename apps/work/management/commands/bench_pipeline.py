@@ -356,6 +356,7 @@ class DistributedOutcome:
     results_not_over: int
     results_not_valid: int
     accounts_with_credit: int
+    accounts_with_valid_results: int
     daemon_runs: dict[str, int]
     schema: str
     upload: str
@@ -508,6 +509,10 @@ def _collect(
         db_url, "SELECT count(*) FROM work_result WHERE outcome = 1 AND validate_state NOT IN (1, 4)"
     )[0][0]
     credited = _query(db_url, "SELECT count(*) FROM volunteers_account WHERE total_credit > 0")[0][0]
+    with_valid = _query(
+        db_url,
+        "SELECT count(DISTINCT account_id) FROM work_result WHERE validate_state = 1 AND granted_credit > 0",
+    )[0][0]
     runs = dict(_query(db_url, "SELECT daemon, count(*) FROM projects_daemonrun GROUP BY daemon"))
     upload = "upload handler" if _has_upload_handler() else "written into the upload area"
     return DistributedOutcome(
@@ -518,6 +523,7 @@ def _collect(
         results_not_over=int(not_over),
         results_not_valid=int(not_valid),
         accounts_with_credit=int(credited),
+        accounts_with_valid_results=int(with_valid),
         daemon_runs={str(k): int(v) for k, v in runs.items()},
         schema=schema,
         upload=upload,
