@@ -14,6 +14,7 @@ from django.db import models, transaction
 from django.db.models import Avg
 
 from apps.applications.services import AppFileSpec, app_create, app_version_add, plan_class_spec
+from apps.core.db import analyze_tables
 from apps.core.domain.signing import sign_upload_certificate
 from apps.emulator.domain import (
     PolicyName,
@@ -102,6 +103,7 @@ def bench_project_create(
         for first in range(1, count, batch):
             names = [f"{name}_{i:07d}" for i in range(first, min(first + batch, count))]
             workunits_clone(template=template, names=names)
+    analyze_tables(Workunit, Result, OutputFile)
     return BenchProject(project=project, authenticators=accounts_create(project=project, count=naccounts))
 
 

@@ -203,3 +203,33 @@ def test_gzip_input_gets_a_gz_companion_for_gzipped_download(project, files):
         job=JobSpec(name="gz", inputs=(InputSpec(path=files / "a.txt", gzip=True),)),
     )
     assert gzip.decompress((project.download_dir / "a.txt.gz").read_bytes()) == b"alpha\n"
+
+
+def _planner_has_statistics(table: str) -> bool:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE name = 'sqlite_stat1'")
+            if cursor.fetchone() is None:
+                return False
+            cursor.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = %s", [table])
+        else:
+            cursor.execute("SELECT count(*) FROM pg_stats WHERE tablename = %s", [table])
+        return cursor.fetchone()[0] > 0
+
+
+def test_a_large_batch_refreshes_the_planner_statistics(project, monkeypatch):
+    # Without them the scheduler's dispatch query fell back to full scans after a bulk load.
+    from django.db import connection
+
+    from apps.work.services import JobSpec, workunits_create
+    from apps.work.services import create as create_module
+
+    if connection.vendor == "sqlite":
+        assert not _planner_has_statistics("work_result")
+    monkeypatch.setattr(create_module, "ANALYZE_AFTER", 3)
+    app = project.apps.get(name="sim")
+    workunits_create(project=project, app=app, jobs=[JobSpec(name=f"bulk_{i}") for i in range(3)])
+    assert _planner_has_statistics("work_result")
+    assert _planner_has_statistics("work_workunit")

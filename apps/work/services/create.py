@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 
 from apps.applications.models import App
 from apps.core import clock
+from apps.core.db import analyze_tables
 from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
 from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
@@ -93,6 +94,9 @@ class JobSpec:
 
 
 # BOINC's create_work defaults (tools/backend_lib.h) for the size estimates.
+# A batch this large changes the tables enough that the planner needs fresh statistics
+# before the scheduler's next query (autovacuum comes later; SQLite never analyzes).
+ANALYZE_AFTER = 1000
 DEFAULT_FPOPS_EST = 3.6e12
 DEFAULT_FPOPS_BOUND = 8.64e13
 DEFAULT_MEMORY_BOUND = 5e8
@@ -253,6 +257,8 @@ def workunits_create(
     except BaseException:
         _remove(copied)
         raise
+    if len(created) >= ANALYZE_AFTER:
+        analyze_tables(Workunit, Result)
     return created
 
 
