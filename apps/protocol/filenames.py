@@ -1,6 +1,8 @@
-"""The file-name rule shared by uploads, reply file_infos and templates."""
+"""The file-name rules shared by uploads, reply file_infos, templates and the file deleter."""
 
 from __future__ import annotations
+
+from apps.core.domain.signing import md5_hex
 
 MAX_FILE_NAME_BYTES = 255
 
@@ -18,3 +20,16 @@ def is_safe_file_name(name: str) -> bool:
     if any(ch in "%/\\" or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
         return False
     return len(name.encode("utf-8", "surrogatepass")) <= MAX_FILE_NAME_BYTES
+
+
+def partial_upload_name(name: str) -> str:
+    """Where an incomplete upload of ``name`` grows: ``.NAME.part`` beside the final file.
+
+    Final names never start with '.', so this cannot collide with one, and readers that
+    look up the final name never see a partial file. A name too long for the suffix uses
+    its MD5 instead.
+    """
+    hidden = f".{name}.part"
+    if len(hidden.encode("utf-8", "surrogatepass")) > MAX_FILE_NAME_BYTES:
+        hidden = f".{md5_hex(name)}.part"
+    return hidden

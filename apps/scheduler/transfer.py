@@ -39,7 +39,7 @@ from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
-from apps.core.domain.signing import file_md5_hex, md5_hex, verify_upload_certificate
+from apps.core.domain.signing import file_md5_hex, verify_upload_certificate
 from apps.projects.models import DaemonRun, Project
 from apps.protocol import (
     FileSizeQuery,
@@ -51,6 +51,7 @@ from apps.protocol import (
     parse_upload_header,
     render_upload_reply,
 )
+from apps.protocol.filenames import partial_upload_name
 from apps.work.domain.states import ServerState
 from apps.work.models import OutputFile
 
@@ -335,16 +336,8 @@ def _output_file(project: Project, name: str) -> OutputFile | None:
 
 
 def partial_path(project: Project, name: str) -> Path:
-    """Where an incomplete upload of ``name`` grows: ``.NAME.part`` beside the final file.
-
-    Final names never start with '.', so this cannot collide with one, and readers that
-    look up ``upload_dir / name`` never see a partial file. A name too long for the
-    suffix uses its MD5 instead.
-    """
-    hidden = f".{name}.part"
-    if len(hidden.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        hidden = f".{md5_hex(name)}.part"
-    return project.upload_dir / hidden
+    """The hidden file an incomplete upload of ``name`` grows in (see partial_upload_name)."""
+    return project.upload_dir / partial_upload_name(name)
 
 
 def _not_accepting(output: OutputFile) -> str | None:

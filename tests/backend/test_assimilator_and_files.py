@@ -130,6 +130,16 @@ def test_file_deleter_removes_inputs_and_outputs_of_a_finished_workunit(
     assert files_delete(project=project, now=now).items == 0
 
 
+def test_file_deleter_removes_an_upload_the_client_left_unfinished(project, app, version, hosts, now):
+    wu = _assimilated_and_marked(project, app, version, hosts, now)
+    output = results_of(wu)[0].output_files.first()
+    leftover = project.upload_dir / f".{output.name}.part"  # a retry that never completed
+    leftover.write_bytes(b"half a fil")
+    files_delete(project=project, now=now)
+    assert not leftover.exists()
+    assert not (project.upload_dir / output.name).exists()
+
+
 def test_an_input_file_shared_with_an_unfinished_workunit_stays(project, app, version, hosts, now, tmp_path):
     make_wu(project, app, now, name="other", inputs=(_input(project, tmp_path, "shared.dat"),))
     _assimilated_and_marked(project, app, version, hosts, now, inputs=(InputSpec(name="shared.dat"),))

@@ -10,7 +10,8 @@ assimilated and every result is over and checked. One pass:
    kept and marked READY for step 3). A workunit named ``*nodelete*`` keeps its files, as
    in BOINC. The workunit becomes DONE, or ERROR if a file could not be removed.
 2. Results READY (up to 3 × ``limit``, BOINC's ratio for about threefold replication): their
-   uploaded output files are deleted from the upload area; DONE or ERROR.
+   uploaded output files, and any upload left unfinished (.NAME.part), are deleted from the
+   upload area; DONE or ERROR.
 3. Input files kept for the working set (READY): deleted once out of it and unused.
 
 Deleting a file that is already gone counts as done, so an interrupted pass is simply redone.
@@ -29,6 +30,7 @@ from django.db import connection, transaction
 from apps.core import clock
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
+from apps.protocol.filenames import partial_upload_name
 from apps.work.domain.states import FileDeleteState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 
@@ -131,9 +133,11 @@ def _unlink(path: Path) -> bool:
 
 
 def result_files_delete(*, project: Project, result_id: int) -> FileDeleteState | None:
-    """Delete one READY result's uploaded outputs; the new state, or None if not READY."""
+    """Delete one READY result's uploaded outputs, and any upload the client left unfinished;
+    the new state, or None if not READY."""
     names = OutputFile.objects.filter(result_id=result_id, upload=True).values_list("name", flat=True)
-    ok = all([_unlink(project.upload_dir / name) for name in names])
+    paths = [project.upload_dir / n for name in names for n in (name, partial_upload_name(name))]
+    ok = all([_unlink(path) for path in paths])
     state = FileDeleteState.DONE if ok else FileDeleteState.ERROR
     updated = Result.objects.filter(id=result_id, file_delete_state=FileDeleteState.READY).update(
         file_delete_state=state
