@@ -58,7 +58,6 @@ from apps.work.models import OutputFile
 logger = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
-MAX_NAME_BYTES = 255  # a file name on common file systems
 XML = "text/xml; charset=utf-8"
 
 

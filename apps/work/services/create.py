@@ -93,10 +93,11 @@ class JobSpec:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-# BOINC's create_work defaults (tools/backend_lib.h) for the size estimates.
 # A batch this large changes the tables enough that the planner needs fresh statistics
 # before the scheduler's next query (autovacuum comes later; SQLite never analyzes).
 ANALYZE_AFTER = 1000
+
+# BOINC's create_work defaults (tools/backend_lib.h) for the size estimates.
 DEFAULT_FPOPS_EST = 3.6e12
 DEFAULT_FPOPS_BOUND = 8.64e13
 DEFAULT_MEMORY_BOUND = 5e8
