@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.db import connection, models
 
@@ -27,7 +28,10 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
         [f.get_db_prep_save(getattr(row, f.attname), connection) for f in columns] + [row.pk] for row in rows
     ]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        if len(params) == 1:
+            cursor.execute(sql, params[0])  # executemany's pipeline costs more for one row
+        else:
+            cursor.executemany(sql, params)
 
 
 def analyze_tables(*models_: type[models.Model]) -> None:
@@ -41,3 +45,89 @@ def analyze_tables(*models_: type[models.Model]) -> None:
     with connection.cursor() as cursor:
         for model in models_:
             cursor.execute(f"ANALYZE {quote(model._meta.db_table)}")
+
+
+class ModelColumns:
+    """A model's columns in a hand-written SELECT, and its slice of each row as a model.
+
+    The scheduler RPC runs a dozen queries whose shape never changes; building each one
+    through the ORM costs about 1 ms of Python against 0.1 ms for the SQL. This gives the
+    hand-written SQL the ORM's result: the same column list, the same per-field
+    conversions (SQLite's datetimes and booleans, JSON), the same model instances.
+
+    ``fields`` (names, in any order) selects some columns; the rest are deferred and load
+    on first access, as with ``.only()``.
+    """
+
+    def __init__(self, model: type[models.Model], alias: str, fields: Sequence[str] | None = None) -> None:
+        concrete = model._meta.concrete_fields
+        wanted = None if fields is None else {model._meta.get_field(name).attname for name in fields}
+        self.model = model
+        self.alias = alias
+        self.fields = tuple(f for f in concrete if wanted is None or f.attname in wanted)
+        self.attnames = None if wanted is None else [f.attname for f in self.fields]
+        self.width = len(self.fields)
+        self._converters: dict[str, list[tuple[int, list[Any], Any]]] = {}
+        self._sql: dict[str, str] = {}
+
+    def sql(self) -> str:
+        vendor = connection.vendor
+        found = self._sql.get(vendor)
+        if found is None:
+            quote = connection.ops.quote_name
+            found = self._sql[vendor] = ", ".join(
+                f"{quote(self.alias)}.{quote(f.column)}" for f in self.fields
+            )
+        return found
+
+    def _converters_for(self, conn: Any) -> list[tuple[int, list[Any], Any]]:
+        found = self._converters.get(conn.vendor)
+        if found is None:
+            found = []
+            for i, f in enumerate(self.fields):
+                col = f.get_col(self.alias)
+                funcs = conn.ops.get_db_converters(col) + col.get_db_converters(conn)
+                if funcs:
+                    found.append((i, funcs, col))
+            self._converters[conn.vendor] = found
+        return found
+
+    def build(self, row: Sequence[Any], start: int = 0) -> Any:
+        """The model instance for ``row[start:start + width]``."""
+        values = list(row[start : start + self.width])
+        for i, funcs, col in self._converters_for(connection):
+            value = values[i]
+            for func in funcs:
+                value = func(value, col, connection)
+            values[i] = value
+        return self.model.from_db(connection.alias, self.attnames, values)
+
+
+def fetch_rows(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def execute(sql: str, params: Sequence[Any] = ()) -> int:
+    """Run one statement; the number of rows it changed."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def placeholders(values: Sequence[Any]) -> str:
+    """``%s, %s, ...`` for an IN list (never empty: callers check first)."""
+    return ", ".join(["%s"] * len(values))
+
+
+def db_values(model: type[models.Model], values: dict[str, Any]) -> tuple[str, list[Any]]:
+    """``"col" = %s, ...`` and the parameters, each value prepared as the ORM saves it."""
+    quote = connection.ops.quote_name
+    meta = model._meta
+    parts, params = [], []
+    for name, value in values.items():
+        field = meta.get_field(name)
+        parts.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    return ", ".join(parts), params

@@ -10,14 +10,13 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
-from apps.projects.models import Project
 from apps.protocol import ProtocolError, error_reply, parse_request, render_reply
 from apps.scheduler.services import scheduler_request_handle
+from apps.scheduler.services.catalog import project_by_slug
 
 logger = logging.getLogger(__name__)
 XML = "text/xml; charset=utf-8"
@@ -39,7 +38,9 @@ def read_body(request: HttpRequest, limit: int) -> bytes | None:
 def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    project = get_object_or_404(Project, slug=slug)
+    project = project_by_slug(slug)
+    if project is None:
+        raise Http404("No such project.")
     limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
     body = read_body(request, limit)
     if body is None:

@@ -1,9 +1,11 @@
 """Limits and fairness: quotas, in-progress caps, replicas, deadlines, feasibility."""
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from apps.core import clock
 from apps.hosts.models import HostAppVersion
 from apps.work.models import Result
 from tests.scheduler.conftest import make_jobs, make_request, reported, rpc
@@ -40,6 +42,19 @@ def test_daily_quota_stops_sending_and_says_so(client, project, account, cpu_app
     second = rpc(client, project, big_request(account, hostid=first.hostid, rpc_seqno=1))
     assert (len(first.results), len(second.results)) == (8, 0)
     assert any("daily quota" in m.text for m in second.messages)
+
+
+def test_daily_quota_starts_afresh_each_day_and_holds_all_day(client, project, account, cpu_app, monkeypatch):
+    project.daily_result_quota = 2  # 8 jobs a day for this 4-CPU host
+    project.save()
+    make_jobs(project, cpu_app, 40)
+    day1 = datetime(2026, 3, 1, 10, tzinfo=UTC)
+    sent = []
+    for seqno, when in enumerate([day1, day1 + timedelta(days=1), day1 + timedelta(days=1, hours=2)]):
+        monkeypatch.setattr(clock, "now", lambda when=when: when)
+        hostid = sent[0].hostid if sent else 0
+        sent.append(rpc(client, project, big_request(account, hostid=hostid, rpc_seqno=seqno)))
+    assert [len(r.results) for r in sent] == [8, 8, 0]
 
 
 def test_crash_reduces_the_daily_quota_but_an_abort_does_not(client, project, account, cpu_app):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from apps.core.db import fetch_rows, placeholders
 from apps.scheduler.services.context import RpcContext
 from apps.work.domain.states import Outcome, ServerState
-from apps.work.models import Result
 
 
 def results_to_abort(ctx: RpcContext) -> None:
@@ -21,27 +21,27 @@ def results_to_abort(ctx: RpcContext) -> None:
     host = ctx.host
     assert host is not None
     names = [o.name for o in others]
+    # name -> (host_id, server_state, outcome, workunit error_mask, canonical_result_id)
     rows = {
-        r.name: r
-        for r in Result.objects.filter(project=ctx.project, name__in=names)
-        .select_related("workunit")
-        .only(
-            "name",
-            "host_id",
-            "server_state",
-            "outcome",
-            "workunit__error_mask",
-            "workunit__canonical_result_id",
+        row[0]: row[1:]
+        for row in fetch_rows(
+            "SELECT r.name, r.host_id, r.server_state, r.outcome, w.error_mask, w.canonical_result_id"
+            " FROM work_result r JOIN work_workunit w ON w.id = r.workunit_id"
+            f" WHERE r.project_id = %s AND r.name IN ({placeholders(names)})",
+            [ctx.project.id, *names],
         )
     }
     for name in names:
-        result = rows.get(name)
+        row = rows.get(name)
+        if row is None:
+            ctx.aborts.append(name)
+            continue
+        host_id, server_state, outcome, error_mask, canonical_result_id = row
         if (
-            result is None
-            or result.host_id != host.id
-            or (result.server_state == ServerState.OVER and result.outcome != Outcome.SUCCESS)
-            or result.workunit.error_mask
+            host_id != host.id
+            or (server_state == ServerState.OVER and outcome != Outcome.SUCCESS)
+            or error_mask
         ):
             ctx.aborts.append(name)
-        elif result.workunit.canonical_result_id and result.server_state == ServerState.IN_PROGRESS:
+        elif canonical_result_id and server_state == ServerState.IN_PROGRESS:
             ctx.aborts_if_not_started.append(name)

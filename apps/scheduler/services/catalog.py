@@ -16,6 +16,7 @@ from datetime import datetime
 from django.db.models.signals import post_delete, post_save
 
 from apps.applications.models import App, AppFile, AppVersion, PlanClass
+from apps.core.db import ModelColumns, fetch_rows
 from apps.projects.models import Project
 from apps.work.models import WorkSequence
 
@@ -65,6 +66,15 @@ def project_catalog(project: Project) -> ProjectCatalog:
     with _lock:
         _catalogs[project_id] = catalog
     return catalog
+
+
+_PROJECT = ModelColumns(Project, "p")
+
+
+def project_by_slug(slug: str) -> Project | None:
+    """The project a scheduler URL names (hand-written SQL: this runs on every RPC)."""
+    rows = fetch_rows(f"SELECT {_PROJECT.sql()} FROM projects_project p WHERE p.slug = %s", [slug])
+    return _PROJECT.build(rows[0]) if rows else None
 
 
 def catalog_clear(project_id: int | None = None) -> None:

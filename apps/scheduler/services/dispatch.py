@@ -12,8 +12,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 
+from apps.core.db import ModelColumns, db_values, execute, fetch_rows, placeholders, update_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
 from apps.credit.domain.host_scale import probation_on_send
@@ -33,6 +34,7 @@ from apps.scheduler.services.context import RpcContext, SentJob
 from apps.scheduler.services.versions import HostVersions
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
+from apps.work.services.transitioner import transition_times_lower
 
 # Candidate rows read (and locked) per query: small first, since most RPCs want a few
 # jobs, growing when many are skipped (infeasible, or replicas already on this host).
@@ -232,30 +234,35 @@ class Dispatcher:
                 (version_id, anon, platform, version_num, plan_class, flops, ncpus, gpus, proc, deadline) = (
                     key
                 )
-                Result.objects.filter(id__in=ids).update(
-                    server_state=ServerState.IN_PROGRESS,
-                    host=host,
-                    account=ctx.account,
-                    sent_time=ctx.now,
-                    report_deadline=deadline,
-                    flops_estimate=flops,
-                    avg_ncpus=ncpus,
-                    gpu_usage=gpus,
-                    proc_type=proc,
-                    app_version_id=version_id,
-                    anonymous_proc_type=anon,
-                    platform=platform,
-                    version_num=version_num,
-                    plan_class=plan_class,
+                assignments, params = db_values(
+                    Result,
+                    {
+                        "server_state": ServerState.IN_PROGRESS,
+                        "host_id": host.id,
+                        "account_id": ctx.account.id,
+                        "sent_time": ctx.now,
+                        "report_deadline": deadline,
+                        "flops_estimate": flops,
+                        "avg_ncpus": ncpus,
+                        "gpu_usage": gpus,
+                        "proc_type": proc,
+                        "app_version_id": version_id,
+                        "anonymous_proc_type": anon,
+                        "platform": platform,
+                        "version_num": version_num,
+                        "plan_class": plan_class,
+                    },
+                )
+                execute(
+                    f"UPDATE work_result SET {assignments} WHERE id IN ({placeholders(ids)})", [*params, *ids]
                 )
             self._lower_transition_times()
         new_havs = [h for h in self.versions.havs.values() if h.pk is None]
         if new_havs:
             HostAppVersion.objects.bulk_create(new_havs)
-        for hav in self.versions.dirty_havs.values():
-            HostAppVersion.objects.filter(pk=hav.pk).update(
-                n_jobs_today=hav.n_jobs_today, host_scale_time=hav.host_scale_time
-            )
+        update_rows(
+            HostAppVersion, list(self.versions.dirty_havs.values()), ["n_jobs_today", "host_scale_time"]
+        )
 
     def _lower_transition_times(self) -> None:
         """The transitioner must look at each workunit when its new result times out
@@ -266,9 +273,7 @@ class Dispatcher:
             assert result.report_deadline is not None
             by_deadline.setdefault(result.report_deadline + grace, []).append(result.workunit_id)
         for timeout, wu_ids in by_deadline.items():
-            Workunit.objects.filter(id__in=wu_ids).filter(
-                Q(transition_time__isnull=True) | Q(transition_time__gt=timeout)
-            ).update(transition_time=timeout)
+            transition_times_lower(wu_ids, timeout)
 
 
 def send_general_work(dispatcher: Dispatcher) -> None:
@@ -289,16 +294,7 @@ def send_general_work(dispatcher: Dispatcher) -> None:
     for window_size in CANDIDATE_WINDOWS:
         if not need.work_needed() or not live_apps:
             return
-        qs = Result.objects.filter(
-            project=ctx.project, app_id__in=sorted(live_apps), server_state=ServerState.UNSENT
-        ).exclude(Exists(Result.objects.filter(workunit_id=OuterRef("workunit_id"), host=ctx.host)))
-        if ctx.project.locality_scheduling:
-            # Issue 8 (locality): FILENAME__* work is sent only by the locality source, which
-            # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
-            qs = qs.filter(workunit__locality_file_name="")
-        if after is not None:
-            qs = qs.filter(Q(priority__lt=after[0]) | Q(priority=after[0], id__gt=after[1]))
-        window = list(lock_unsent(qs.select_related("workunit").order_by("-priority", "id"))[:window_size])
+        window = _candidates(ctx, sorted(live_apps), after, window_size)
         if not window:
             return
         after = (window[-1].priority, window[-1].id)
@@ -315,13 +311,55 @@ def send_general_work(dispatcher: Dispatcher) -> None:
             dispatcher.try_send(result, option)
 
 
+_RESULT = ModelColumns(Result, "r")
+_WORKUNIT = ModelColumns(Workunit, "w")
+
+
+def _candidates(
+    ctx: RpcContext, app_ids: list[int], after: tuple[int, int] | None, limit: int
+) -> list[Result]:
+    """One window of unsent results (with their workunits), locked, in dispatch order.
+
+    Hand-written SQL (see ModelColumns): the ORM spent more time building this query than
+    the database spent running it. Results of workunits already on this host are left out
+    (NOT EXISTS), so the host-exclusion rule needs no second query.
+    """
+    host = ctx.host
+    assert host is not None
+    sql = [
+        f"SELECT {_RESULT.sql()}, {_WORKUNIT.sql()} FROM work_result r"
+        " JOIN work_workunit w ON w.id = r.workunit_id"
+        f" WHERE r.project_id = %s AND r.server_state = {int(ServerState.UNSENT)}"
+        f" AND r.app_id IN ({placeholders(app_ids)})"
+        " AND NOT EXISTS (SELECT 1 FROM work_result o WHERE o.workunit_id = r.workunit_id AND o.host_id = %s)"
+    ]
+    params: list[object] = [ctx.project.id, *app_ids, host.id]
+    if ctx.project.locality_scheduling:
+        # Issue 8 (locality): FILENAME__* work is sent only by the locality source, which
+        # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
+        sql.append(" AND w.locality_file_name = ''")
+    if after is not None:
+        sql.append(" AND (r.priority < %s OR (r.priority = %s AND r.id > %s))")
+        params += [after[0], after[0], after[1]]
+    sql.append(f" ORDER BY r.priority DESC, r.id LIMIT {int(limit)}")
+    if connection.features.has_select_for_update_skip_locked:
+        sql.append(" FOR UPDATE OF r SKIP LOCKED")
+    window = []
+    for row in fetch_rows("".join(sql), params):
+        result = _RESULT.build(row)
+        result.workunit = _WORKUNIT.build(row, _RESULT.width)
+        window.append(result)
+    return window
+
+
 def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLimits:
     """Per-host in-progress caps: the app's CPU/GPU limits and the project's per-device ones."""
     host = ctx.host
     assert host is not None
     limits = InProgressLimits()
-    rows = Result.objects.filter(host=host, server_state=ServerState.IN_PROGRESS).values_list(
-        "app_id", "proc_type"
+    rows = fetch_rows(
+        f"SELECT app_id, proc_type FROM work_result WHERE host_id = %s AND server_state = {int(ServerState.IN_PROGRESS)}",
+        [host.id],
     )
     for app_id, proc_type in rows:
         limits.add(app_id, ProcType(proc_type) if proc_type else ProcType.CPU)

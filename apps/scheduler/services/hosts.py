@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.hosts.models import Host, HostCoproc
 from apps.protocol import SchedulerRequest
 from apps.scheduler.services.context import RpcContext
-from apps.volunteers.models import Account
+from apps.volunteers.models import Account, Team
 
 HOST_FIELDS = [
     "rpc_seqno",
@@ -41,15 +42,27 @@ HOST_FIELDS = [
 ]
 
 
+_ACCOUNT = ModelColumns(Account, "a")
+_TEAM = ModelColumns(Team, "t")
+_HOST = ModelColumns(Host, "h")
+_COPROC = ModelColumns(HostCoproc, "c")
+
+
 def account_authenticate(ctx: RpcContext) -> Account | None:
     authenticator = ctx.req.authenticator.strip()
     if not authenticator:
         return None
-    return (
-        Account.objects.select_related("team")
-        .filter(project=ctx.project, authenticator=authenticator)
-        .first()
+    rows = fetch_rows(
+        f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()} FROM volunteers_account a"
+        " LEFT JOIN volunteers_team t ON t.id = a.team_id"
+        " WHERE a.project_id = %s AND a.authenticator = %s ORDER BY a.id LIMIT 1",
+        [ctx.project.id, authenticator],
     )
+    if not rows:
+        return None
+    account = _ACCOUNT.build(rows[0])
+    account.team = _TEAM.build(rows[0], _ACCOUNT.width) if account.team_id else None
+    return account
 
 
 def host_identify(ctx: RpcContext) -> Host:
@@ -64,7 +77,11 @@ def host_identify(ctx: RpcContext) -> Host:
     assert account is not None
     host = None
     if req.hostid:
-        known = Host.objects.filter(id=req.hostid, project=ctx.project, account=account).first()
+        found = fetch_rows(
+            f"SELECT {_HOST.sql()} FROM hosts_host h WHERE h.id = %s AND h.project_id = %s AND h.account_id = %s",
+            [req.hostid, ctx.project.id, account.id],
+        )
+        known = _HOST.build(found[0]) if found else None
         if known is not None and req.rpc_seqno >= known.rpc_seqno:
             host = known
     elif req.host_info.host_cpid:
@@ -86,7 +103,7 @@ def host_identify(ctx: RpcContext) -> Host:
     if host.pk is None:
         host.save()
     else:
-        host.save(update_fields=HOST_FIELDS)
+        update_rows(Host, [host], [*HOST_FIELDS, "last_rpc_day"])
     coprocs_update(host, req)
     return host
 
@@ -129,7 +146,15 @@ def coprocs_update(host: Host, req: SchedulerRequest) -> None:
     """Keep one HostCoproc row per GPU type the client reports; write only on change."""
     if not req.coprocs and not host.pk:
         return
-    existing = {c.proc_type: c for c in host.coprocs.all()}
+    existing = {
+        c.proc_type: c
+        for c in (
+            _COPROC.build(row)
+            for row in fetch_rows(
+                f"SELECT {_COPROC.sql()} FROM hosts_hostcoproc c WHERE c.host_id = %s", [host.id]
+            )
+        )
+    }
     seen = set()
     for coproc in req.coprocs:
         if coproc.count <= 0 or coproc.type.value in seen:

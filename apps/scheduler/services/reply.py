@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from apps.applications.models import AppVersion
+from apps.core.db import ModelColumns, fetch_rows, placeholders
 from apps.core.domain.signing import sign_upload_certificate
 from apps.protocol import (
     SCHEDULER_VERSION,
@@ -16,7 +17,7 @@ from apps.protocol import (
 )
 from apps.protocol.request_types import CoprocUsage
 from apps.scheduler.services.context import RpcContext, SentJob
-from apps.work.models import OutputFile, WorkunitFileRef
+from apps.work.models import InputFile, OutputFile, WorkunitFileRef
 
 
 def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
@@ -75,6 +76,11 @@ def _code_sign_key(ctx: RpcContext) -> tuple[str | None, str | None]:
     return None, None
 
 
+_REF = ModelColumns(WorkunitFileRef, "fr")
+_INPUT = ModelColumns(InputFile, "f")
+_OUTPUT = ModelColumns(OutputFile, "o")
+
+
 def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
     if not ctx.sent:
         return {}
@@ -85,9 +91,15 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
     workunits, results = [], []
     wu_ids = {job.result.workunit_id for job in ctx.sent}
     refs_by_wu: dict[int, list[WorkunitFileRef]] = {}
-    for ref in (
-        WorkunitFileRef.objects.filter(workunit_id__in=wu_ids).select_related("file").order_by("ordinal")
+    ids = list(wu_ids)
+    for row in fetch_rows(
+        f"SELECT {_REF.sql()}, {_INPUT.sql()} FROM work_workunitfileref fr"
+        " JOIN work_inputfile f ON f.id = fr.file_id"
+        f" WHERE fr.workunit_id IN ({placeholders(ids)}) ORDER BY fr.ordinal, fr.id",
+        ids,
     ):
+        ref = _REF.build(row)
+        ref.file = _INPUT.build(row, _REF.width)
         refs_by_wu.setdefault(ref.workunit_id, []).append(ref)
     # Issue 7 (seed 001): a sequence step reads the state its predecessor left on this host;
     # such an input is declared as the host's own output file, never as a download.
@@ -95,9 +107,13 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
 
     own_states = sequence_state_outputs(ctx, {r.file.name for refs in refs_by_wu.values() for r in refs})
     outputs_by_result: dict[int, list[OutputFile]] = {}
-    for output in OutputFile.objects.filter(result_id__in=[j.result.id for j in ctx.sent]).order_by(
-        "ordinal"
+    result_ids = [j.result.id for j in ctx.sent]
+    for row in fetch_rows(
+        f"SELECT {_OUTPUT.sql()} FROM work_outputfile o"
+        f" WHERE o.result_id IN ({placeholders(result_ids)}) ORDER BY o.ordinal, o.id",
+        result_ids,
     ):
+        output = _OUTPUT.build(row)
         outputs_by_result.setdefault(output.result_id, []).append(output)
     for job in ctx.sent:
         result, wu = job.result, job.result.workunit

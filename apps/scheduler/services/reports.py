@@ -7,14 +7,15 @@ of a result that is not this host's is acknowledged, ignored and explained.
 
 from __future__ import annotations
 
-from django.db.models import Q
+from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import update_rows
+from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
 from apps.credit.convert import HAV_STAT_FIELDS, credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
 from apps.protocol import ReportedResult
+from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.work.domain.states import (
     EXIT_ABORTED_BY_CLIENT,
@@ -25,6 +26,7 @@ from apps.work.domain.states import (
     ServerState,
 )
 from apps.work.models import OutputFile, Result, Workunit
+from apps.work.services.transitioner import transition_times_lower
 
 MAX_STDERR = 64 * 1024
 REPORT_FIELDS = (
@@ -57,12 +59,7 @@ def results_report(ctx: RpcContext) -> list[Result]:
     ctx.acks.extend(reports)
     host = ctx.host
     assert host is not None
-    rows = {
-        r.name: r
-        for r in Result.objects.select_for_update(of=("self",))
-        .select_related("workunit", "app_version")
-        .filter(project=ctx.project, name__in=list(reports))
-    }
+    rows = _reported_rows(ctx, list(reports))
     changed: list[Result] = []
     for name, report in reports.items():
         result = rows.get(name)
@@ -78,12 +75,36 @@ def results_report(ctx: RpcContext) -> list[Result]:
         changed.append(result)
     if changed:
         update_rows(Result, changed, REPORT_FIELDS)
-        Workunit.objects.filter(id__in={r.workunit_id for r in changed}).filter(
-            Q(transition_time__isnull=True) | Q(transition_time__gt=ctx.now)
-        ).update(transition_time=ctx.now)
+        transition_times_lower({r.workunit_id for r in changed}, ctx.now)
         _output_files_update(changed, reports)
         _host_app_versions_update(ctx, changed)
     return changed
+
+
+_RESULT = ModelColumns(Result, "r")
+_WORKUNIT = ModelColumns(Workunit, "w")
+_OUTPUT = ModelColumns(OutputFile, "o", ["id", "result", "name", "nbytes", "md5_cksum"])
+
+
+def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
+    """The reported results by name, locked, with their workunits and (cached) versions."""
+    sql = (
+        f"SELECT {_RESULT.sql()}, {_WORKUNIT.sql()} FROM work_result r"
+        " JOIN work_workunit w ON w.id = r.workunit_id"
+        f" WHERE r.project_id = %s AND r.name IN ({placeholders(names)})"
+    )
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE OF r"
+    versions = {v.id: v for v in project_catalog(ctx.project).versions}
+    rows = {}
+    for row in fetch_rows(sql, [ctx.project.id, *names]):
+        result = _RESULT.build(row)
+        result.workunit = _WORKUNIT.build(row, _RESULT.width)
+        # A deprecated version is not in the catalog; the ORM loads it on first use.
+        if result.app_version_id in versions:
+            result.app_version = versions[result.app_version_id]
+        rows[result.name] = result
+    return rows
 
 
 def _apply_report(ctx: RpcContext, result: Result, report: ReportedResult) -> None:
@@ -107,9 +128,15 @@ def _output_files_update(results: list[Result], reports: dict[str, ReportedResul
     client's report must not be able to change it.
     """
     names = {r.id: r.name for r in results}
-    files = OutputFile.objects.filter(result_id__in=list(names), uploaded=False).only(
-        "id", "result_id", "name", "nbytes", "md5_cksum"
-    )
+    ids = list(names)
+    files = [
+        _OUTPUT.build(row)
+        for row in fetch_rows(
+            f"SELECT {_OUTPUT.sql()} FROM work_outputfile o"
+            f" WHERE o.result_id IN ({placeholders(ids)}) AND NOT o.uploaded",
+            ids,
+        )
+    ]
     to_save = []
     for output in files:
         report = reports[names[output.result_id]]

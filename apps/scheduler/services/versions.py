@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from django.db import connection
+
 from apps.applications.domain.plan_classes import (
     BUILTIN_PLAN_CLASSES,
     GpuInfo,
@@ -12,6 +14,7 @@ from apps.applications.domain.plan_classes import (
     resource_usage,
 )
 from apps.applications.models import App, AppVersion
+from apps.core.db import ModelColumns, fetch_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import effective_daily_quota, roll_daily_count
@@ -87,16 +90,21 @@ def _spec_for(version: AppVersion, named: dict[str, PlanClassSpec]) -> PlanClass
     )
 
 
+_HAV = ModelColumns(HostAppVersion, "v")
+
+
 def host_app_versions_lock(ctx: RpcContext) -> None:
     """Load and lock the host's host_app_version rows once for the whole RPC.
 
     Reports update them and dispatch counts jobs on them; locking them here (by id order,
     this table only) keeps two RPCs of one host from interleaving those updates.
     """
-    ctx.havs = {
-        (h.app_id, h.app_version_id, h.anonymous_proc_type): h
-        for h in HostAppVersion.objects.select_for_update(of=("self",)).filter(host=ctx.host).order_by("id")
-    }
+    assert ctx.host is not None
+    sql = f"SELECT {_HAV.sql()} FROM hosts_hostappversion v WHERE v.host_id = %s ORDER BY v.id"
+    if connection.features.has_select_for_update:
+        sql += " FOR UPDATE"
+    havs = (_HAV.build(row) for row in fetch_rows(sql, [ctx.host.id]))
+    ctx.havs = {(h.app_id, h.app_version_id, h.anonymous_proc_type): h for h in havs}
 
 
 def host_versions(ctx: RpcContext) -> HostVersions:

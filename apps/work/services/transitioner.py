@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Value, When
 
 from apps.core import clock
+from apps.core.db import execute, placeholders
 from apps.credit.domain.quota import JobOutcome
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -252,4 +253,17 @@ def _is_only_time(plan: TransitionPlan) -> bool:
     return (
         plan.is_empty
         or TransitionPlan(workunit_id=plan.workunit_id, transition_time=plan.transition_time) == plan
+    )
+
+
+def transition_times_lower(workunit_ids: set[int] | list[int], when: datetime) -> None:
+    """Bring these workunits' transition time forward to ``when`` (never push it back)."""
+    ids = list(workunit_ids)
+    if not ids:
+        return
+    stamp = Workunit._meta.get_field("transition_time").get_db_prep_save(when, connection)
+    execute(
+        "UPDATE work_workunit SET transition_time = %s"
+        f" WHERE id IN ({placeholders(ids)}) AND (transition_time IS NULL OR transition_time > %s)",
+        [stamp, *ids, stamp],
     )

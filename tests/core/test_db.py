@@ -1,0 +1,58 @@
+"""Hand-written hot-path SQL gives back what the ORM would (apps.core.db)."""
+
+from datetime import UTC, date, datetime
+
+import pytest
+from django.db.models import DEFERRED
+
+from apps.core.db import ModelColumns, fetch_rows, update_rows
+from apps.hosts.models import Host
+from apps.projects.models import Project
+from tests.factories import HostFactory, ProjectFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def field_values(obj):
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def test_a_row_builds_the_same_instance_as_the_orm():
+    host = HostFactory(
+        rpc_time=datetime(2026, 5, 1, 12, 30, tzinfo=UTC), last_rpc_day=date(2026, 5, 1), blacklisted=True
+    )
+    columns = ModelColumns(Host, "h")
+    row = fetch_rows(f"SELECT {columns.sql()} FROM hosts_host h WHERE h.id = %s", [host.id])[0]
+    built = columns.build(row)
+    assert field_values(built) == field_values(Host.objects.get(id=host.id))
+    assert built.rpc_time == datetime(2026, 5, 1, 12, 30, tzinfo=UTC)  # aware, as the ORM gives
+    assert built.blacklisted is True
+
+
+def test_json_columns_come_back_decoded():
+    project = ProjectFactory(paused_daemons=["validator", "feeder"])
+    columns = ModelColumns(Project, "p")
+    row = fetch_rows(f"SELECT {columns.sql()} FROM projects_project p WHERE p.id = %s", [project.id])[0]
+    assert columns.build(row).paused_daemons == ["validator", "feeder"]
+
+
+def test_a_partial_column_list_defers_the_rest():
+    host = HostFactory(domain_name="alpha")
+    columns = ModelColumns(Host, "h", ["id", "domain_name"])
+    row = fetch_rows(f"SELECT {columns.sql()} FROM hosts_host h WHERE h.id = %s", [host.id])[0]
+    built = columns.build(row)
+    assert built.domain_name == "alpha"
+    assert "p_ncpus" in built.get_deferred_fields()
+    assert built.__dict__.get("p_ncpus", DEFERRED) is DEFERRED
+
+
+def test_update_rows_writes_each_row_and_only_the_named_fields():
+    a, b = HostFactory(domain_name="a", p_ncpus=2), HostFactory(domain_name="b", p_ncpus=2)
+    a.domain_name, b.domain_name, a.p_ncpus = "a2", "b2", 16
+    update_rows(Host, [a, b], ["domain_name"])
+    assert list(
+        Host.objects.filter(id__in=[a.id, b.id]).order_by("id").values_list("domain_name", "p_ncpus")
+    ) == [
+        ("a2", 2),
+        ("b2", 2),
+    ]
