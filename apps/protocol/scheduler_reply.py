@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields
+from functools import cache
 from typing import Any
 
 from lxml import etree
@@ -20,7 +21,7 @@ from apps.protocol.reply_types import (
     TrickleDown,
 )
 from apps.protocol.request_types import CoprocUsage
-from apps.protocol.schema import Kind, from_xml, register_hooks, render_field, spec_of
+from apps.protocol.schema import Kind, Spec, from_xml, register_hooks, render_value, spec_of
 from apps.protocol.xmlsafe import child_elements, inner_xml, leaf_text, parse_document, parse_fragment
 from apps.protocol.xmlwrite import Block, new_document, serialize
 
@@ -61,18 +62,29 @@ Renderer = Callable[[Block, Any, str], None]
 def render_message(block: Block, obj: Any, indent: str) -> None:
     """Write the fields of a reply-side message (server layout) into ``block``."""
     _validate(obj)
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        custom = _RENDERERS.get((type(obj), f.name))
-        spec = spec_of(f)
+    for name, custom, spec, tag, optional in _render_plan(type(obj)):
+        value = getattr(obj, name)
         if custom is not None:
             custom(block, value, indent)
-        elif spec is not None and spec.kind is Kind.NODES:
+        elif spec is None:
+            raise ProtocolError(f"{name}: not a declared field")
+        elif spec.kind is Kind.NODES:
             for item in value:
-                with block.block(spec.tag, indent) as child:
+                with block.block(tag, indent) as child:
                     render_message(child, item, indent + _NEST)
         else:
-            render_field(block, f, value, client=False, indent=indent)
+            render_value(block, spec, tag, value, client=False, optional=optional, indent=indent)
+
+
+@cache
+def _render_plan(cls: type) -> tuple[tuple[str, Renderer | None, Spec | None, str, bool], ...]:
+    """Per message class, once: each field's custom renderer or spec, tag and optionality."""
+    plan = []
+    for f in fields(cls):
+        spec = spec_of(f)
+        tag = (spec.tag or f.name) if spec is not None else f.name
+        plan.append((f.name, _RENDERERS.get((cls, f.name)), spec, tag, f.default is None))
+    return tuple(plan)
 
 
 def _validate(obj: Any) -> None:

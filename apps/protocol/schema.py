@@ -185,11 +185,10 @@ def _scalar_from_json(spec: Spec, value: Any, where: str) -> Any:
     return num.check_float(num.coerce_float(value, where), where, spec.lo, spec.hi, clamp=spec.clamp)
 
 
-def _strings_from_xml(spec: Spec, container: etree._Element) -> tuple[str, ...]:
+def _strings_from_xml(spec: Spec, items: list[etree._Element]) -> tuple[str, ...]:
+    """The non-empty texts of ``items`` (the elements named by the spec's tag, in order)."""
     values = []
-    for child in child_elements(container):
-        if child.tag != spec.tag:
-            continue
+    for child in items:
         if spec.sub:
             subs = [c for c in child_elements(child) if c.tag == spec.sub]
             text = leaf_text(subs[-1]).strip() if subs else ""
@@ -200,14 +199,18 @@ def _strings_from_xml(spec: Spec, container: etree._Element) -> tuple[str, ...]:
     return tuple(values)
 
 
+_SCALAR, _NODE, _LIST = 0, 1, 2
+
+
 @cache
-def _xml_plan(cls: Any) -> tuple[tuple[str, Spec, str], ...]:
-    """(field name, spec, tag) of every field filled from XML; computed once per class."""
+def _xml_plan(cls: Any) -> tuple[tuple[str, Spec, str, int], ...]:
+    """(field name, spec, tag, scalar/node/list) of every field filled from XML; once per class."""
     plan = []
     for f in fields(cls):
         spec = spec_of(f)
         if spec is not None and spec.kind is not Kind.CUSTOM:
-            plan.append((f.name, spec, spec.tag or f.name))
+            shape = _SCALAR if spec.kind in SCALARS else _NODE if spec.kind is Kind.NODE else _LIST
+            plan.append((f.name, spec, spec.tag or f.name, shape))
     return tuple(plan)
 
 
@@ -215,33 +218,39 @@ def from_xml(cls: Any, element: etree._Element, where: str) -> Any:
     """Build a ``cls`` message from ``element``; unknown child tags are ignored."""
     index: dict[str, list[etree._Element]] = {}
     for child in child_elements(element):
-        index.setdefault(child.tag, []).append(child)
+        found = index.get(child.tag)
+        if found is None:
+            index[child.tag] = [child]
+        else:
+            found.append(child)
     kwargs: dict[str, Any] = {}
-    for name, spec, tag in _xml_plan(cls):
+    for name, spec, tag, shape in _xml_plan(cls):
         # Paths are for error messages only; build them when a value is actually read.
-        if spec.kind in SCALARS:
-            if tag in index:
-                value = _scalar_from_text(spec, leaf_text(index[tag][-1]), f"{where}/{tag}")
+        if shape == _SCALAR:
+            found = index.get(tag)
+            if found is not None:
+                value = _scalar_from_text(spec, leaf_text(found[-1]), f"{where}/{tag}")
                 if value is not _ABSENT:
                     kwargs[name] = value
-        elif spec.kind is Kind.NODE:
-            if tag in index:
-                kwargs[name] = from_xml(spec.node, index[tag][-1], f"{where}/{tag}")
+        elif shape == _NODE:
+            found = index.get(tag)
+            if found is not None:
+                kwargs[name] = from_xml(spec.node, found[-1], f"{where}/{tag}")
         else:
-            container = element
             if spec.wrapper:
-                if spec.wrapper not in index:
+                wrapper = index.get(spec.wrapper)
+                if wrapper is None:
                     if spec.required:
                         _check_required(spec, None, f"{where}/{tag}")
                     continue
-                container = index[spec.wrapper][-1]
+                items = [c for c in child_elements(wrapper[-1]) if c.tag == tag]
+            else:
+                items = index.get(tag, [])
             if spec.kind is Kind.STRS:
-                kwargs[name] = _strings_from_xml(spec, container)
+                kwargs[name] = _strings_from_xml(spec, items)
             else:
                 path = f"{where}/{tag}"
-                kwargs[name] = tuple(
-                    from_xml(spec.node, c, path) for c in child_elements(container) if c.tag == tag
-                )
+                kwargs[name] = tuple(from_xml(spec.node, c, path) for c in items)
         if spec.required:
             _check_required(spec, kwargs.get(name), f"{where}/{tag}")
     hook = _XML_HOOKS.get(cls)
@@ -306,6 +315,7 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+@cache
 def scalar_names(cls: Any) -> tuple[str, ...]:
     """Names of the scalar and string-list fields, in declaration (= wire) order."""
     result = []
@@ -318,9 +328,14 @@ def scalar_names(cls: Any) -> tuple[str, ...]:
 
 def render_fields(block: Block, obj: Any, names: Iterable[str], *, client: bool, indent: str) -> None:
     """Write the named scalar fields of ``obj`` in the given order."""
-    by_name = {f.name: f for f in fields(obj)}
+    by_name = _fields_by_name(type(obj))
     for name in names:
         render_field(block, by_name[name], getattr(obj, name), client=client, indent=indent)
+
+
+@cache
+def _fields_by_name(cls: type) -> dict[str, Any]:
+    return {f.name: f for f in fields(cls)}
 
 
 def render_field(block: Block, f: Any, value: Any, *, client: bool, indent: str) -> None:
@@ -328,12 +343,15 @@ def render_field(block: Block, f: Any, value: Any, *, client: bool, indent: str)
     spec = spec_of(f)
     if spec is None:
         raise ProtocolError(f"{f.name}: not a declared field")
-    _render_value(block, spec, spec.tag or f.name, value, client, f.default is None, indent)
+    render_value(
+        block, spec, spec.tag or f.name, value, client=client, optional=f.default is None, indent=indent
+    )
 
 
-def _render_value(
-    block: Block, spec: Spec, tag: str, value: Any, client: bool, optional: bool, indent: str
+def render_value(
+    block: Block, spec: Spec, tag: str, value: Any, *, client: bool, optional: bool, indent: str
 ) -> None:
+    """Write one scalar or string-list value under ``tag`` (nothing for None)."""
     if value is None:
         return
     kind, emit = spec.kind, spec.emit

@@ -192,13 +192,13 @@ def parse_fragment(raw: str, *, max_bytes: int = MAX_FRAGMENT_BYTES) -> etree._E
 
 def child_elements(element: etree._Element) -> Iterator[etree._Element]:
     """Element children only (no entity references or other node kinds)."""
-    for child in element:
-        if isinstance(child.tag, str):
-            yield child
+    return element.iterchildren(etree.Element)  # lxml filters out other node kinds in C
 
 
 def leaf_text(element: etree._Element) -> str:
     """All text inside an element (a leaf normally has only ``.text``)."""
+    if not len(element):  # no children at all, not even entity references: just .text
+        return element.text or ""
     return "".join(text for text in element.itertext() if isinstance(text, str))
 
 
