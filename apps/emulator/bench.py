@@ -69,6 +69,7 @@ class BenchResult:
     schema: str  # how the schema was built
     client_cpu: float  # CPU seconds of the emulated hosts (this process)
     server_cpu: float  # CPU seconds of gunicorn's processes
+    database_cpu: float | None  # CPU seconds of a PostgreSQL server on this machine (None: SQLite, remote)
     server_log: str  # the end of gunicorn's log when something went wrong
 
 
@@ -113,14 +114,17 @@ def run_benchmark(label: str, database_url: str, options: BenchOptions) -> Bench
                 report_delay=6 * 3600.0,
                 prefs=BENCH_PREFS,
             )
+            local_pg = _is_local_postgres(url)
             server_before, client_before = _tree_cpu(server.pid), time.process_time()
+            database_before = _postgres_cpu() if local_pg else 0.0
             summary = run_live(config)
             server_cpu, client_cpu = (
                 _tree_cpu(server.pid) - server_before,
                 time.process_time() - client_before,
             )
+            database_cpu = _postgres_cpu() - database_before if local_pg else None
         tail = _log_tail(log) if not summary.ok else ""
-    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, tail)
+    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail)
 
 
 def _log_tail(log: Path) -> str:
@@ -146,6 +150,32 @@ def _tree_cpu(pid: int) -> float:
         except OSError:
             continue
         total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def _is_local_postgres(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme.startswith("postgres") and parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+def _postgres_cpu() -> float:
+    """CPU seconds used so far by this machine's live PostgreSQL processes (Linux /proc).
+
+    The benchmark's own database is the only busy one while it runs; the server's other
+    databases add their background work, if any.
+    """
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            head, rest = (entry / "stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if head.endswith("(postgres"):
+            fields = rest.split()
+            total += (int(fields[11]) + int(fields[12])) / tick
     return total
 
 
@@ -282,6 +312,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
         "p90 ms",
         "p99 ms",
         "server CPU ms/RPC",
+        "database CPU ms/RPC",
         "client CPU ms/RPC",
         "errors",
     ]
@@ -299,6 +330,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
                 f"{s.jobs_per_second:.1f}",
                 *(f"{s.latency(p) * 1000:.1f}" for p in (50, 90, 99)),
                 f"{r.server_cpu / max(s.rpcs, 1) * 1000:.0f}",
+                "-" if r.database_cpu is None else f"{r.database_cpu / max(s.rpcs, 1) * 1000:.0f}",
                 f"{r.client_cpu / max(s.rpcs, 1) * 1000:.0f}",
                 str(len(s.errors)),
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 import pytest
@@ -44,10 +45,19 @@ def test_unacknowledged_result_makes_the_run_not_ok() -> None:
 
 
 def test_table_has_a_row_per_database() -> None:
-    result = BenchResult("SQLite", BenchOptions(), _summary(), "migrations", 1.0, 2.0, "")
+    result = BenchResult("SQLite", BenchOptions(), _summary(), "migrations", 1.0, 2.0, None, "")
     lines = format_bench_table([result]).splitlines()
     assert lines[2].split()[:2] == ["SQLite", "3"]
     assert "p99 ms" in lines[0]
+
+
+def test_database_cpu_shows_only_where_it_was_measured() -> None:
+    sqlite = BenchResult("SQLite", BenchOptions(), _summary(), "migrations", 1.0, 2.0, None, "")
+    postgres = BenchResult("PostgreSQL", BenchOptions(), _summary(), "migrations", 1.0, 2.0, 0.5, "")
+    table = format_bench_table([sqlite, postgres]).splitlines()
+    header, _, *rows = (re.split(r"\s{2,}", line.strip()) for line in table)
+    at = header.index("database CPU ms/RPC")
+    assert [row[at] for row in rows] == ["-", "125"]  # 0.5 s over 4 RPCs
 
 
 def test_free_port_is_a_loopback_port() -> None:
