@@ -138,6 +138,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # one per process so concurrent test runs never share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 else:
+    # Server-side binding lets psycopg prepare the scheduler's repeated statements, so
+    # PostgreSQL parses and plans each once per connection instead of once per RPC.
+    if env_bool("DATABASE_SERVER_SIDE_BINDING", True):
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            {"server_side_binding": True, "prepare_threshold": 2}
+        )
     # One test database per process, so concurrent test runs on one server never collide.
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default'].get('NAME') or 'db'}_{os.getpid()}"}
 
