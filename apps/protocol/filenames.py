@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from apps.core.domain.signing import md5_hex
 
 MAX_FILE_NAME_BYTES = 255
+_FORBIDDEN_CHAR = re.compile(r"[%/\\\x00-\x1f\x7f]")
 
 
 def is_safe_file_name(name: str) -> bool:
@@ -17,7 +20,7 @@ def is_safe_file_name(name: str) -> bool:
     """
     if not name or name == "." or ".." in name:
         return False
-    if any(ch in "%/\\" or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+    if _FORBIDDEN_CHAR.search(name):
         return False
     return len(name.encode("utf-8", "surrogatepass")) <= MAX_FILE_NAME_BYTES
 
