@@ -4,6 +4,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 from django.db.models import DEFERRED
+from django.db.models.signals import post_init
 
 from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.hosts.models import Host
@@ -56,3 +57,21 @@ def test_update_rows_writes_each_row_and_only_the_named_fields():
         ("a2", 2),
         ("b2", 2),
     ]
+
+
+def test_a_model_with_init_listeners_is_built_through_its_init():
+    host = HostFactory()
+    seen = []
+
+    def listener(sender, instance, **kwargs):
+        seen.append(instance.id)
+
+    post_init.connect(listener, sender=Host)
+    try:
+        columns = ModelColumns(Host, "h")
+        row = fetch_rows(f"SELECT {columns.sql()} FROM hosts_host h WHERE h.id = %s", [host.id])[0]
+        built = columns.build(row)
+    finally:
+        post_init.disconnect(listener, sender=Host)
+    assert seen == [host.id]
+    assert built.domain_name == host.domain_name
