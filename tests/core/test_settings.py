@@ -1,0 +1,36 @@
+"""Database settings read from the environment (boincproj/settings.py), in a fresh interpreter."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_options(**env: str) -> dict:
+    code = "import json; from django.conf import settings; print(json.dumps(settings.DATABASES['default']['OPTIONS']))"
+    out = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "boincproj.settings", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_postgresql_prepares_statements_by_default():
+    options = database_options(DATABASE_URL="postgres://u@127.0.0.1:5432/db")
+    assert options["server_side_binding"] is True
+    assert options["prepare_threshold"] >= 1
+
+
+def test_server_side_binding_can_be_turned_off_for_a_transaction_pooler():
+    options = database_options(
+        DATABASE_URL="postgres://u@127.0.0.1:5432/db", DATABASE_SERVER_SIDE_BINDING="false"
+    )
+    assert "server_side_binding" not in options
+    assert "prepare_threshold" not in options
