@@ -67,9 +67,9 @@ class ModelColumns:
         self.model = model
         self.alias = alias
         self.fields = tuple(f for f in concrete if wanted is None or f.attname in wanted)
-        self.attnames = None if wanted is None else [f.attname for f in self.fields]
         self.width = len(self.fields)
         self.names = [f.attname for f in self.fields]
+        self._partial = wanted is not None
         self._plain: bool | None = None
         self._converters: dict[str, list[tuple[int, list[Any], Any]]] = {}
         self._sql: dict[str, str] = {}
@@ -111,7 +111,7 @@ class ModelColumns:
             # unless something listens to the model's init signals.
             self._plain = not (pre_init.has_listeners(self.model) or post_init.has_listeners(self.model))
         if not self._plain:
-            return self.model.from_db(conn.alias, self.attnames, values)
+            return self.model.from_db(conn.alias, self.names if self._partial else None, values)
         obj = self.model.__new__(self.model)
         state = ModelState()
         state.adding, state.db = False, conn.alias
@@ -122,6 +122,7 @@ class ModelColumns:
 
 
 def fetch_rows(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """Every row of one query, through Django's cursor (so query logging and wrappers see it)."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
