@@ -18,7 +18,12 @@ from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits
 from apps.scheduler.services.hosts import account_authenticate, host_identify
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
-from apps.scheduler.services.versions import HostVersions, host_app_versions_lock, host_versions
+from apps.scheduler.services.versions import (
+    HostVersions,
+    host_app_versions_lock,
+    host_app_versions_save,
+    host_versions,
+)
 from apps.scheduler.sources import WORK_SOURCES
 from apps.scheduler.sources.locality import locality_retry_after_commit
 from apps.scheduler.sources.sequences import sequences_prepare
@@ -70,6 +75,7 @@ def scheduler_request_handle(
         # Issue 7 (seed 001): sequence notices and the two-steps-ahead floor, whatever the request asks.
         sequences_prepare(ctx, versions, work_need)
         _send_work(ctx, versions)
+        host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
     return locality_retry_after_commit(ctx, reply)

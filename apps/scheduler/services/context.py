@@ -49,6 +49,9 @@ class RpcContext:
     apps: dict[int, App] = field(default_factory=dict)
     # The host's host_app_version rows, locked once per RPC, keyed (app, version, anonymous type).
     havs: dict[tuple[int, int | None, str], HostAppVersion] = field(default_factory=dict)
+    # Rows of ``havs`` changed by reports, the daily roll-over or sends, written once by
+    # host_app_versions_save (one UPDATE statement for all of them).
+    dirty_havs: dict[int, HostAppVersion] = field(default_factory=dict)
 
     @property
     def now_unix(self) -> float:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import QuerySet
 
-from apps.core.db import ModelColumns, db_values, execute, fetch_rows, placeholders, update_rows
+from apps.core.db import ModelColumns, db_values, execute, fetch_rows, placeholders
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
 from apps.credit.domain.host_scale import probation_on_send
@@ -31,7 +31,7 @@ from apps.scheduler.domain.policy import (
     job_infeasible,
 )
 from apps.scheduler.services.context import RpcContext, SentJob
-from apps.scheduler.services.versions import HostVersions
+from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
 from apps.work.services.transitioner import transition_times_lower
@@ -260,9 +260,7 @@ class Dispatcher:
         new_havs = [h for h in self.versions.havs.values() if h.pk is None]
         if new_havs:
             HostAppVersion.objects.bulk_create(new_havs)
-        update_rows(
-            HostAppVersion, list(self.versions.dirty_havs.values()), ["n_jobs_today", "host_scale_time"]
-        )
+        host_app_versions_save(self.ctx)
 
     def _lower_transition_times(self) -> None:
         """The transitioner must look at each workunit when its new result times out
@@ -357,12 +355,6 @@ def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLim
     host = ctx.host
     assert host is not None
     limits = InProgressLimits()
-    rows = fetch_rows(
-        f"SELECT app_id, proc_type FROM work_result WHERE host_id = %s AND server_state = {int(ServerState.IN_PROGRESS)}",
-        [host.id],
-    )
-    for app_id, proc_type in rows:
-        limits.add(app_id, ProcType(proc_type) if proc_type else ProcType.CPU)
     ngpus = {c.type: c.count for c in ctx.req.coprocs if c.count > 0}
     for app in versions.apps.values():
         for proc in (ProcType.CPU, *ngpus):
@@ -374,4 +366,12 @@ def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLim
     if ctx.project.max_wus_in_progress_gpu:
         for proc, count in ngpus.items():
             limits.resource_limits[proc] = ctx.project.max_wus_in_progress_gpu * count
+    if not limits.app_limits and not limits.resource_limits:
+        return limits  # nothing to cap: the host's jobs need not be counted
+    rows = fetch_rows(
+        f"SELECT app_id, proc_type FROM work_result WHERE host_id = %s AND server_state = {int(ServerState.IN_PROGRESS)}",
+        [host.id],
+    )
+    for app_id, proc_type in rows:
+        limits.add(app_id, ProcType(proc_type) if proc_type else ProcType.CPU)
     return limits

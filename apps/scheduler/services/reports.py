@@ -11,7 +11,7 @@ from django.db import connection
 
 from apps.applications.models import App
 from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
-from apps.credit.convert import HAV_STAT_FIELDS, credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
+from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
 from apps.protocol import ReportedResult
@@ -181,7 +181,7 @@ def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
         )
         hav_apply(hav, stats)
         touched[hav.pk] = hav
-    update_rows(HostAppVersion, list(touched.values()), HAV_STAT_FIELDS)
+    ctx.dirty_havs.update(touched)  # written with the sends' counters (host_app_versions_save)
 
 
 def result_job_outcome(result: Result) -> JobOutcome:

@@ -14,9 +14,9 @@ from apps.applications.domain.plan_classes import (
     resource_usage,
 )
 from apps.applications.models import App, AppVersion
-from apps.core.db import ModelColumns, fetch_rows
+from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.core.domain.resources import ProcType
-from apps.credit.convert import hav_stats, max_jobs_per_day_init
+from apps.credit.convert import HAV_STAT_FIELDS, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import effective_daily_quota, roll_daily_count
 from apps.credit.domain.runtime import estimate_flops
 from apps.credit.domain.stats import HostAppVersionStats
@@ -107,6 +107,13 @@ def host_app_versions_lock(ctx: RpcContext) -> None:
     ctx.havs = {(h.app_id, h.app_version_id, h.anonymous_proc_type): h for h in havs}
 
 
+def host_app_versions_save(ctx: RpcContext) -> None:
+    """Write the changed host_app_version rows (their whole statistics) and forget them."""
+    if ctx.dirty_havs:
+        update_rows(HostAppVersion, list(ctx.dirty_havs.values()), HAV_STAT_FIELDS)
+        ctx.dirty_havs.clear()
+
+
 def host_versions(ctx: RpcContext) -> HostVersions:
     """Usable versions per app, with projected FLOPS (seed 003 runtime estimates)."""
     host = ctx.host
@@ -116,6 +123,7 @@ def host_versions(ctx: RpcContext) -> HostVersions:
     ctx.apps = apps
     result = HostVersions(apps=apps, options={app_id: [] for app_id in apps})
     result.havs = ctx.havs
+    result.dirty_havs = ctx.dirty_havs
     resources = host_resources(ctx)
     if ctx.req.is_anonymous_platform:
         _anonymous_options(ctx, result, resources)
