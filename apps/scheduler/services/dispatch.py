@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import QuerySet
 
-from apps.core.db import ModelColumns, db_values, execute, fetch_rows, placeholders
+from apps.core.db import db_values, execute, fetch_rows, placeholders
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
 from apps.credit.domain.host_scale import probation_on_send
@@ -33,7 +33,8 @@ from apps.scheduler.domain.policy import (
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
-from apps.work.models import Result, Workunit
+from apps.work.models import Result
+from apps.work.services.rows import results_with_workunits
 from apps.work.services.transitioner import transition_times_lower
 
 # Candidate rows read (and locked) per query: small first, since most RPCs want a few
@@ -309,10 +310,6 @@ def send_general_work(dispatcher: Dispatcher) -> None:
             dispatcher.try_send(result, option)
 
 
-_RESULT = ModelColumns(Result, "r")
-_WORKUNIT = ModelColumns(Workunit, "w")
-
-
 def _candidates(
     ctx: RpcContext, app_ids: list[int], after: tuple[int, int] | None, limit: int
 ) -> list[Result]:
@@ -324,10 +321,8 @@ def _candidates(
     """
     host = ctx.host
     assert host is not None
-    sql = [
-        f"SELECT {_RESULT.sql()}, {_WORKUNIT.sql()} FROM work_result r"
-        " JOIN work_workunit w ON w.id = r.workunit_id"
-        f" WHERE r.project_id = %s AND r.server_state = {int(ServerState.UNSENT)}"
+    where = [
+        f"r.project_id = %s AND r.server_state = {int(ServerState.UNSENT)}"
         f" AND r.app_id IN ({placeholders(app_ids)})"
         " AND NOT EXISTS (SELECT 1 FROM work_result o WHERE o.workunit_id = r.workunit_id AND o.host_id = %s)"
     ]
@@ -335,19 +330,14 @@ def _candidates(
     if ctx.project.locality_scheduling:
         # Issue 8 (locality): FILENAME__* work is sent only by the locality source, which
         # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
-        sql.append(" AND w.locality_file_name = ''")
+        where.append(" AND w.locality_file_name = ''")
     if after is not None:
-        sql.append(" AND (r.priority < %s OR (r.priority = %s AND r.id > %s))")
+        where.append(" AND (r.priority < %s OR (r.priority = %s AND r.id > %s))")
         params += [after[0], after[0], after[1]]
-    sql.append(f" ORDER BY r.priority DESC, r.id LIMIT {int(limit)}")
+    tail = f" ORDER BY r.priority DESC, r.id LIMIT {int(limit)}"
     if connection.features.has_select_for_update_skip_locked:
-        sql.append(" FOR UPDATE OF r SKIP LOCKED")
-    window = []
-    for row in fetch_rows("".join(sql), params):
-        result = _RESULT.build(row)
-        result.workunit = _WORKUNIT.build(row, _RESULT.width)
-        window.append(result)
-    return window
+        tail += " FOR UPDATE OF r SKIP LOCKED"
+    return results_with_workunits("".join(where), params, tail=tail)
 
 
 def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLimits:

@@ -25,7 +25,8 @@ from apps.work.domain.states import (
     Outcome,
     ServerState,
 )
-from apps.work.models import OutputFile, Result, Workunit
+from apps.work.models import OutputFile, Result
+from apps.work.services.rows import results_with_workunits
 from apps.work.services.transitioner import transition_times_lower
 
 MAX_STDERR = 64 * 1024
@@ -81,25 +82,18 @@ def results_report(ctx: RpcContext) -> list[Result]:
     return changed
 
 
-_RESULT = ModelColumns(Result, "r")
-_WORKUNIT = ModelColumns(Workunit, "w")
 _OUTPUT = ModelColumns(OutputFile, "o", ["id", "result", "name", "nbytes", "md5_cksum"])
 
 
 def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
     """The reported results by name, locked, with their workunits and (cached) versions."""
-    sql = (
-        f"SELECT {_RESULT.sql()}, {_WORKUNIT.sql()} FROM work_result r"
-        " JOIN work_workunit w ON w.id = r.workunit_id"
-        f" WHERE r.project_id = %s AND r.name IN ({placeholders(names)})"
+    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    found = results_with_workunits(
+        f"r.project_id = %s AND r.name IN ({placeholders(names)})", [ctx.project.id, *names], tail=lock
     )
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE OF r"
     versions = {v.id: v for v in project_catalog(ctx.project).versions}
     rows = {}
-    for row in fetch_rows(sql, [ctx.project.id, *names]):
-        result = _RESULT.build(row)
-        result.workunit = _WORKUNIT.build(row, _RESULT.width)
+    for result in found:
         # A deprecated version is not in the catalog; the ORM loads it on first use.
         if result.app_version_id in versions:
             result.app_version = versions[result.app_version_id]

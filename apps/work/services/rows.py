@@ -1,0 +1,28 @@
+"""Results read together with their workunits by hand-written SQL (the scheduler's hot path)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apps.core.db import ModelColumns, fetch_rows
+from apps.work.models import Result, Workunit
+
+_RESULT = ModelColumns(Result, "r")
+_WORKUNIT = ModelColumns(Workunit, "w")
+
+
+def results_with_workunits(where: str, params: Sequence[object], *, tail: str = "") -> list[Result]:
+    """Results matching ``where`` (aliases ``r`` and ``w``), each with ``.workunit`` loaded.
+
+    ``tail`` follows the WHERE clause: ORDER BY, LIMIT, FOR UPDATE...
+    """
+    sql = (
+        f"SELECT {_RESULT.sql()}, {_WORKUNIT.sql()} FROM work_result r"
+        f" JOIN work_workunit w ON w.id = r.workunit_id WHERE {where}{tail}"
+    )
+    results = []
+    for row in fetch_rows(sql, params):
+        result = _RESULT.build(row)
+        result.workunit = _WORKUNIT.build(row, _RESULT.width)
+        results.append(result)
+    return results
