@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,29 +12,56 @@ from django.db.models.signals import post_init, pre_init
 
 
 def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields: Sequence[str]) -> None:
-    """``UPDATE table SET f=… WHERE id=…`` for each row, as one prepared statement.
+    """``UPDATE table SET f=… WHERE id=…`` for each row, in one statement on PostgreSQL.
 
     Django's ``bulk_update`` builds a CASE expression per field and per row, which costs far
     more Python time than the SQL; a loop of ``.update()`` calls pays the ORM for each row.
-    ``executemany`` sends one statement with many parameter sets (pipelined by psycopg 3).
-    Values go through each field's own conversion, so dates, booleans and JSON are stored
-    as the ORM would store them.
+    On PostgreSQL the rows travel as one array per column and ``unnest`` joins them to the
+    table: one statement of one shape, whatever the number of rows, so it is prepared once
+    and the server does one round of parse, plan and trigger set-up instead of one per row.
+    Elsewhere ``executemany`` sends one statement with many parameter sets. Values go through
+    each field's own conversion, so dates, booleans and JSON are stored as the ORM would.
     """
     if not rows:
         return
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
-    quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in columns)
-    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
     params = [
         [f.get_db_prep_save(getattr(row, f.attname), connection) for f in columns] + [row.pk] for row in rows
     ]
     with connection.cursor() as cursor:
-        if len(params) == 1:
-            cursor.execute(sql, params[0])  # executemany's pipeline costs more for one row
+        if len(params) > 1 and connection.vendor == "postgresql":
+            cursor.execute(
+                _unnest_update_sql(model, tuple(fields)),
+                [list(col) for col in zip(*params, strict=True)],
+            )
+        elif len(params) == 1:
+            cursor.execute(
+                _update_sql(model, tuple(fields), connection.vendor), params[0]
+            )  # executemany costs more for one row
         else:
-            cursor.executemany(sql, params)
+            cursor.executemany(_update_sql(model, tuple(fields), connection.vendor), params)
+
+
+@functools.cache
+def _update_sql(model: type[models.Model], fields: tuple[str, ...], vendor: str) -> str:
+    meta, quote = model._meta, connection.ops.quote_name
+    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = %s" for name in fields)
+    return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
+
+
+@functools.cache
+def _unnest_update_sql(model: type[models.Model], fields: tuple[str, ...]) -> str:
+    meta, quote = model._meta, connection.ops.quote_name
+    columns = [meta.get_field(name) for name in fields]
+    arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in columns)
+    names = ", ".join(f"c{i}" for i in range(len(columns)))
+    assignments = ", ".join(f"{quote(f.column)} = v.c{i}" for i, f in enumerate(columns))
+    table, pk = quote(meta.db_table), quote(meta.pk.column)
+    return (
+        f"UPDATE {table} SET {assignments} FROM unnest({arrays}, %s::{meta.pk.rel_db_type(connection)}[]) "
+        f"AS v({names}, pk) WHERE {table}.{pk} = v.pk"
+    )
 
 
 def analyze_tables(*models_: type[models.Model]) -> None:

@@ -75,3 +75,29 @@ def test_a_model_with_init_listeners_is_built_through_its_init():
         post_init.disconnect(listener, sender=Host)
     assert seen == [host.id]
     assert built.domain_name == host.domain_name
+
+
+def test_update_rows_stores_every_kind_of_column_as_the_orm_does():
+    # Dates, floats, booleans, text, nulls and foreign keys over several rows: on
+    # PostgreSQL they travel as one array per column.
+    hosts = [HostFactory(domain_name=f"h{i}") for i in range(3)]
+    when = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    for i, host in enumerate(hosts):
+        host.rpc_time = when if i else None
+        host.p_fpops = 1.5e9 * (i + 1)
+        host.p_ncpus = 4 + i
+        host.domain_name = f"renamed-{i}"
+        host.last_rpc_day = date(2026, 3, 4 + i)
+    fields = ["rpc_time", "p_fpops", "p_ncpus", "domain_name", "last_rpc_day"]
+    update_rows(Host, hosts, fields)
+    for host in hosts:
+        stored = Host.objects.get(id=host.id)
+        assert {f: getattr(stored, f) for f in fields} == {f: getattr(host, f) for f in fields}
+
+
+def test_update_rows_stores_json_values():
+    projects = [ProjectFactory(), ProjectFactory()]
+    projects[0].paused_daemons = ["feeder", "validator"]
+    projects[1].paused_daemons = []
+    update_rows(Project, projects, ["paused_daemons"])
+    assert [Project.objects.get(id=p.id).paused_daemons for p in projects] == [["feeder", "validator"], []]

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import QuerySet
 
-from apps.core.db import db_values, execute, fetch_rows, placeholders
+from apps.core.db import fetch_rows, placeholders, update_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
 from apps.credit.domain.host_scale import probation_on_send
@@ -39,6 +39,23 @@ from apps.work.services.transitioner import transition_times_lower
 
 # Candidate rows read (and locked) per query: small first, since most RPCs want a few
 # jobs, growing when many are skipped (infeasible, or replicas already on this host).
+# The columns a send sets on a result (the rest of the row is as the feeder left it).
+SEND_FIELDS = (
+    "server_state",
+    "host",
+    "account",
+    "sent_time",
+    "report_deadline",
+    "flops_estimate",
+    "avg_ncpus",
+    "gpu_usage",
+    "proc_type",
+    "app_version",
+    "anonymous_proc_type",
+    "platform",
+    "version_num",
+    "plan_class",
+)
 CANDIDATE_WINDOWS = (16, 32, 64, 64, 128, 128, 256, 256)
 
 INFEASIBLE_MESSAGES = {
@@ -208,55 +225,9 @@ class Dispatcher:
             self.versions.dirty_havs[hav.pk] = hav
 
     def flush(self) -> None:
-        """Write the sent results and the host_app_version counters in a few UPDATEs.
-
-        Results sent in one RPC share the host, times and state; only the version-related
-        columns differ, so one UPDATE per (version, delay bound) group replaces a bulk
-        update whose CASE expressions cost more than the SQL itself.
-        """
+        """Write the sent results and the host_app_version counters: one UPDATE each."""
         if self.sent_results:
-            groups: dict[tuple, list[int]] = {}
-            for r in self.sent_results:
-                key = (
-                    r.app_version_id,
-                    r.anonymous_proc_type,
-                    r.platform,
-                    r.version_num,
-                    r.plan_class,
-                    r.flops_estimate,
-                    r.avg_ncpus,
-                    r.gpu_usage,
-                    r.proc_type,
-                    r.report_deadline,
-                )
-                groups.setdefault(key, []).append(r.id)
-            host, ctx = self.ctx.host, self.ctx
-            for key, ids in groups.items():
-                (version_id, anon, platform, version_num, plan_class, flops, ncpus, gpus, proc, deadline) = (
-                    key
-                )
-                assignments, params = db_values(
-                    Result,
-                    {
-                        "server_state": ServerState.IN_PROGRESS,
-                        "host_id": host.id,
-                        "account_id": ctx.account.id,
-                        "sent_time": ctx.now,
-                        "report_deadline": deadline,
-                        "flops_estimate": flops,
-                        "avg_ncpus": ncpus,
-                        "gpu_usage": gpus,
-                        "proc_type": proc,
-                        "app_version_id": version_id,
-                        "anonymous_proc_type": anon,
-                        "platform": platform,
-                        "version_num": version_num,
-                        "plan_class": plan_class,
-                    },
-                )
-                execute(
-                    f"UPDATE work_result SET {assignments} WHERE id IN ({placeholders(ids)})", [*params, *ids]
-                )
+            update_rows(Result, self.sent_results, SEND_FIELDS)
             self._lower_transition_times()
         new_havs = [h for h in self.versions.havs.values() if h.pk is None]
         if new_havs:
