@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from apps.applications.models import App
-from apps.hosts.models import Host, HostAppVersion
+from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
 from apps.protocol import ReplyMessage, SchedulerRequest
 from apps.protocol.reply_types import MessagePriority
@@ -46,6 +46,9 @@ class RpcContext:
     sequences_ended: list[str] = field(default_factory=list)
     request_delay: float | None = None
     previous_rpc_day: date | None = None
+    # The request's hostid as read with the account (None: no such host of this account).
+    known_host: Host | None = None
+    known_coprocs: list[HostCoproc] = field(default_factory=list)
     apps: dict[int, App] = field(default_factory=dict)
     # The host's host_app_version rows, locked once per RPC, keyed (app, version, anonymous type).
     havs: dict[tuple[int, int | None, str], HostAppVersion] = field(default_factory=dict)

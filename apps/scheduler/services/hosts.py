@@ -49,19 +49,40 @@ _COPROC = ModelColumns(HostCoproc, "c")
 
 
 def account_authenticate(ctx: RpcContext) -> Account | None:
+    """The account with the request's authenticator (with its team), or None.
+
+    A request naming its hostid also gets that host and its coprocessor rows in the same
+    statement (one row per coprocessor); ``host_identify`` then checks they belong.
+    """
     authenticator = ctx.req.authenticator.strip()
     if not authenticator:
         return None
-    rows = fetch_rows(
-        f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()} FROM volunteers_account a"
-        " LEFT JOIN volunteers_team t ON t.id = a.team_id"
-        " WHERE a.project_id = %s AND a.authenticator = %s ORDER BY a.id LIMIT 1",
-        [ctx.project.id, authenticator],
-    )
+    hostid = ctx.req.hostid
+    if hostid:
+        rows = fetch_rows(
+            f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()}, {_HOST.sql()}, {_COPROC.sql()}"
+            " FROM volunteers_account a LEFT JOIN volunteers_team t ON t.id = a.team_id"
+            " LEFT JOIN hosts_host h ON h.id = %s AND h.account_id = a.id AND h.project_id = a.project_id"
+            " LEFT JOIN hosts_hostcoproc c ON c.host_id = h.id"
+            " WHERE a.project_id = %s AND a.authenticator = %s",
+            [hostid, ctx.project.id, authenticator],
+        )
+    else:
+        rows = fetch_rows(
+            f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()} FROM volunteers_account a"
+            " LEFT JOIN volunteers_team t ON t.id = a.team_id"
+            " WHERE a.project_id = %s AND a.authenticator = %s",
+            [ctx.project.id, authenticator],
+        )
     if not rows:
         return None
     account = _ACCOUNT.build(rows[0])
     account.team = _TEAM.build(rows[0], _ACCOUNT.width) if account.team_id else None
+    if hostid:
+        at = _ACCOUNT.width + _TEAM.width
+        ctx.known_host = _HOST.build(rows[0], at) if rows[0][at] is not None else None
+        at += _HOST.width
+        ctx.known_coprocs = [_COPROC.build(row, at) for row in rows if row[at] is not None]
     return account
 
 
@@ -76,14 +97,11 @@ def host_identify(ctx: RpcContext) -> Host:
     req, account = ctx.req, ctx.account
     assert account is not None
     host = None
+    coprocs = None
     if req.hostid:
-        found = fetch_rows(
-            f"SELECT {_HOST.sql()} FROM hosts_host h WHERE h.id = %s AND h.project_id = %s AND h.account_id = %s",
-            [req.hostid, ctx.project.id, account.id],
-        )
-        known = _HOST.build(found[0]) if found else None
+        known = ctx.known_host  # read with the account
         if known is not None and req.rpc_seqno >= known.rpc_seqno:
-            host = known
+            host, coprocs = known, ctx.known_coprocs
     elif req.host_info.host_cpid:
         host = (
             Host.objects.filter(project=ctx.project, account=account, host_cpid=req.host_info.host_cpid)
@@ -104,7 +122,7 @@ def host_identify(ctx: RpcContext) -> Host:
         host.save()
     else:
         update_rows(Host, [host], [*HOST_FIELDS, "last_rpc_day"])
-    coprocs_update(host, req)
+    coprocs_update(host, req, coprocs)
     return host
 
 
@@ -142,19 +160,21 @@ def _compute_capability(properties: tuple[tuple[str, str], ...]) -> int:
         return 0
 
 
-def coprocs_update(host: Host, req: SchedulerRequest) -> None:
-    """Keep one HostCoproc row per GPU type the client reports; write only on change."""
+def coprocs_update(host: Host, req: SchedulerRequest, rows: list[HostCoproc] | None = None) -> None:
+    """Keep one HostCoproc row per GPU type the client reports; write only on change.
+
+    ``rows`` are the host's current rows when the caller has read them already.
+    """
     if not req.coprocs and not host.pk:
         return
-    existing = {
-        c.proc_type: c
-        for c in (
+    if rows is None:
+        rows = [
             _COPROC.build(row)
             for row in fetch_rows(
                 f"SELECT {_COPROC.sql()} FROM hosts_hostcoproc c WHERE c.host_id = %s", [host.id]
             )
-        )
-    }
+        ]
+    existing = {c.proc_type: c for c in rows}
     seen = set()
     for coproc in req.coprocs:
         if coproc.count <= 0 or coproc.type.value in seen:
