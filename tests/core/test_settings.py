@@ -34,3 +34,20 @@ def test_server_side_binding_can_be_turned_off_for_a_transaction_pooler():
     )
     assert "server_side_binding" not in options
     assert "prepare_threshold" not in options
+
+
+def test_postgresql_connections_keep_a_thousand_prepared_statements_by_default():
+    code = "from django.conf import settings; print(settings.DATABASE_PREPARED_MAX)"
+    out = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "boincproj.settings",
+            "DATABASE_URL": "postgres://u@h/db",
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "1000"
