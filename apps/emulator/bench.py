@@ -9,7 +9,10 @@ Steps of one benchmark (``run_benchmark``):
    does);
 3. create the benchmark project (apps, jobs, accounts) in a subprocess;
 4. start gunicorn (gthread workers) on a free loopback port against that database;
-5. run the emulated hosts free-running for the given seconds and collect the figures;
+5. run the hosts free-running for the given seconds and collect the figures: lean hosts
+   (live/lean.py, a FIFO queue per resource: about 5 ms of CPU per RPC, most of it the
+   XML codec) or emulated ones (the client policies: 12-14 ms per RPC); the load generator
+   shares the machine with the server, so the cheaper it is the more CPU the server gets;
 6. stop gunicorn and drop the database.
 """
 
@@ -34,11 +37,19 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from apps.emulator.domain.model import ClientPrefs
-from apps.emulator.live import LiveConfig, LiveSummary, run_live, varied_hardware
+from apps.emulator.live import (
+    LeanConfig,
+    LiveConfig,
+    LiveSummary,
+    run_lean,
+    run_live,
+    varied_hardware,
+)
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 MANAGE = BASE_DIR / "manage.py"
 SLUG = "bench"
+CLIENTS = ("lean", "emulated")  # the load generators: lean.py's hosts, or host.py's
 # Free-running hosts refill about a CPU-hour per instance per RPC, as a client with a
 # 0.05 + 0.05 day buffer does.
 BENCH_PREFS = ClientPrefs(
@@ -58,7 +69,8 @@ class BenchOptions:
     threads: int = 4
     jobs: int = 30_000
     uploads: bool = False
-    policy: str = "rec"
+    policy: str = "rec"  # the emulated hosts' client policy
+    client: str = "lean"  # one of CLIENTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +114,38 @@ def run_benchmark(label: str, database_url: str, options: BenchOptions) -> Bench
         authenticators = setup_project(env, jobs=options.jobs, accounts=options.hosts)
         log = Path(tmp) / "gunicorn.log"
         with gunicorn(env, port, workers=options.workers, threads=options.threads, log=log) as server:
-            config = LiveConfig(
-                master_url=f"http://127.0.0.1:{port}/{SLUG}/",
-                hardware=tuple(varied_hardware(options.hosts)),
+            local_pg = _is_local_postgres(url)
+            server_before, client_before = _tree_cpu(server.pid), time.process_time()
+            database_before = _postgres_cpu() if local_pg else 0.0
+            summary = run_hosts(options, f"http://127.0.0.1:{port}/{SLUG}/", authenticators)
+            server_cpu, client_cpu = (
+                _tree_cpu(server.pid) - server_before,
+                time.process_time() - client_before,
+            )
+            database_cpu = _postgres_cpu() - database_before if local_pg else None
+        tail = _log_tail(log) if not summary.ok else ""
+    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail)
+
+
+def run_hosts(options: BenchOptions, master_url: str, authenticators: tuple[str, ...]) -> LiveSummary:
+    """The load: ``options.hosts`` hosts of ``options.client`` making RPCs back to back."""
+    hardware = tuple(varied_hardware(options.hosts))
+    if options.client == "lean":
+        return run_lean(
+            LeanConfig(
+                master_url=master_url,
+                hardware=hardware,
+                authenticators=authenticators,
+                max_seconds=options.seconds,
+                prefs=BENCH_PREFS,
+                uploads=options.uploads,
+            )
+        )
+    if options.client == "emulated":
+        return run_live(
+            LiveConfig(
+                master_url=master_url,
+                hardware=hardware,
                 authenticators=authenticators,
                 policy=options.policy,
                 sim_hours=1e6,
@@ -114,17 +155,8 @@ def run_benchmark(label: str, database_url: str, options: BenchOptions) -> Bench
                 report_delay=6 * 3600.0,
                 prefs=BENCH_PREFS,
             )
-            local_pg = _is_local_postgres(url)
-            server_before, client_before = _tree_cpu(server.pid), time.process_time()
-            database_before = _postgres_cpu() if local_pg else 0.0
-            summary = run_live(config)
-            server_cpu, client_cpu = (
-                _tree_cpu(server.pid) - server_before,
-                time.process_time() - client_before,
-            )
-            database_cpu = _postgres_cpu() - database_before if local_pg else None
-        tail = _log_tail(log) if not summary.ok else ""
-    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail)
+        )
+    raise ValueError(f"unknown client {options.client!r}: one of {', '.join(CLIENTS)}")
 
 
 def _log_tail(log: Path) -> str:
@@ -302,6 +334,7 @@ def fresh_database(database_url: str) -> Iterator[str]:
 def format_bench_table(results: list[BenchResult]) -> str:
     header = [
         "database",
+        "client",
         "workers x threads",
         "hosts",
         "seconds",
@@ -322,6 +355,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
         rows.append(
             [
                 r.label,
+                r.options.client,
                 f"{r.options.workers} x {r.options.threads}",
                 str(s.hosts),
                 f"{s.wall_seconds:.1f}",
@@ -362,6 +396,10 @@ def run_profile(database_url: str, options: BenchOptions, *, rpcs: int, top: int
             str(rpcs),
             "--top",
             str(top),
+            "--client",
+            options.client,
+            "--policy",
+            options.policy,
             *(["--profile-out", str(Path(dump).resolve())] if dump else []),
         )
         return proc.stdout

@@ -2,7 +2,8 @@
 
 The hosts talk to Django's test client instead of a socket, one RPC at a time, so the
 profile holds the whole request path (URL routing, the view, the XML codec, the
-scheduler service and the ORM) and nothing of gunicorn or the network.
+scheduler service and the ORM) and nothing of gunicorn or the network. The hosts' own
+work is in it too: lean hosts (live/lean.py) keep that small.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pstats
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,8 +22,8 @@ from urllib.parse import urlsplit
 from django.db import connection
 from django.test import Client
 
-from apps.emulator.live.host import LiveHost
-from apps.emulator.live.run import HostDriver, LiveConfig, _Clock, make_hosts, summarize
+from apps.emulator.live.lean import LeanConfig, make_lean_hosts, step_safely
+from apps.emulator.live.run import HostDriver, LiveConfig, SummarizedHost, _Clock, make_hosts, summarize
 from apps.emulator.live.wire import UploadGate
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
@@ -48,21 +50,24 @@ class ClientSession:
         return None
 
 
-def profile_hosts(config: LiveConfig, *, rpcs: int, top: int = 25, dump: str = "") -> str:
-    """Run the hosts round-robin until ``rpcs`` RPCs are made; the hotspots as text."""
+def profile_hosts(
+    config: LiveConfig, *, rpcs: int, top: int = 25, dump: str = "", client: str = "emulated"
+) -> str:
+    """Run the hosts round-robin until ``rpcs`` RPCs are made; the hotspots as text.
+
+    ``client`` is "emulated" (``config.policy``) or "lean" (``config``'s hardware,
+    accounts and buffer).
+    """
     gate = UploadGate(config.uploads)
-    hosts: list[LiveHost] = make_hosts(config, gate, ClientSession)
-    stop = threading.Event()
-    drivers = [HostDriver(h, _Clock(None), config.sim_hours * 3600.0, stop) for h in hosts]
+    hosts, steps = _hosts(config, gate, client)
+    running = list(steps)
     profiler = cProfile.Profile()
     queries = _QueryTimer()
     started = time.monotonic()
     with connection.execute_wrapper(queries):
         profiler.enable()
-        while sum(h.stats.rpcs for h in hosts) < rpcs and not all(d.done for d in drivers):
-            for driver in drivers:
-                if not driver.done:
-                    driver.step()
+        while sum(h.stats.rpcs for h in hosts) < rpcs and running:
+            running = [step for step in running if step()]
         profiler.disable()
     summary = summarize(hosts, time.monotonic() - started, gate)
     if dump:
@@ -81,6 +86,32 @@ def profile_hosts(config: LiveConfig, *, rpcs: int, top: int = 25, dump: str = "
     out.write("\nSQL by total time (the scheduler line that ran it):\n")
     queries.write(out, rpcs=max(summary.rpcs, 1), top=15)
     return out.getvalue()
+
+
+def _hosts(
+    config: LiveConfig, gate: UploadGate, client: str
+) -> tuple[Sequence[SummarizedHost], list[Callable[[], bool]]]:
+    """The hosts, and per host a step that returns False once the host is done."""
+    if client == "lean":
+        lean = LeanConfig(
+            master_url=config.master_url,
+            hardware=config.hardware,
+            authenticators=config.authenticators,
+            prefs=config.prefs,
+            uploads=config.uploads,
+            seed=config.seed,
+        )
+        hosts = make_lean_hosts(lean, gate, ClientSession)
+        return hosts, [lambda h=h: step_safely(h) for h in hosts]
+    emulated = make_hosts(config, gate, ClientSession)
+    stop = threading.Event()
+    drivers = [HostDriver(h, _Clock(None), config.sim_hours * 3600.0, stop) for h in emulated]
+
+    def step(driver: HostDriver) -> bool:
+        driver.step()
+        return not driver.done
+
+    return emulated, [lambda d=d: step(d) for d in drivers]
 
 
 class _QueryTimer:

@@ -25,7 +25,7 @@ from apps.emulator.domain import (
     run_scenario,
 )
 from apps.emulator.domain.shaping import AppShape, VersionShape, shape_project, stand_in_project
-from apps.emulator.live.host import PLATFORM
+from apps.emulator.live.rpc import PLATFORM
 from apps.emulator.models import EmulationRun, Scenario
 from apps.projects.models import Project
 from apps.projects.services import project_create

@@ -6,10 +6,11 @@ import re
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
-from apps.emulator.bench import BenchOptions, BenchResult, format_bench_table, free_port
+from apps.emulator.bench import BenchOptions, BenchResult, format_bench_table, free_port, run_hosts
 from apps.emulator.live import LiveSummary
+from apps.emulator.management.commands.bench_scheduler import Command
 
 
 def _summary(latencies: tuple[float, ...] = (0.01, 0.02, 0.03, 0.04), **kw) -> LiveSummary:
@@ -47,7 +48,7 @@ def test_unacknowledged_result_makes_the_run_not_ok() -> None:
 def test_table_has_a_row_per_database() -> None:
     result = BenchResult("SQLite", BenchOptions(), _summary(), "migrations", 1.0, 2.0, None, "")
     lines = format_bench_table([result]).splitlines()
-    assert lines[2].split()[:2] == ["SQLite", "3"]
+    assert lines[2].split()[:3] == ["SQLite", "lean", "3"]
     assert "p99 ms" in lines[0]
 
 
@@ -58,6 +59,36 @@ def test_database_cpu_shows_only_where_it_was_measured() -> None:
     header, _, *rows = (re.split(r"\s{2,}", line.strip()) for line in table)
     at = header.index("database CPU ms/RPC")
     assert [row[at] for row in rows] == ["-", "125"]  # 0.5 s over 4 RPCs
+
+
+def test_table_says_which_client_produced_the_figures() -> None:
+    result = BenchResult(
+        "SQLite", BenchOptions(client="emulated"), _summary(), "migrations", 1.0, 2.0, None, ""
+    )
+    header, _, row = (re.split(r"\s{2,}", line.strip()) for line in format_bench_table([result]).splitlines())
+    assert (header[1], row[1]) == ("client", "emulated")
+
+
+def _parse(*args: str) -> dict:
+    return vars(Command().create_parser("manage.py", "bench_scheduler").parse_args(args))
+
+
+def test_client_defaults_to_lean_hosts() -> None:
+    assert _parse()["client"] == "lean"
+
+
+def test_client_option_selects_the_emulated_hosts() -> None:
+    assert _parse("--client", "emulated")["client"] == "emulated"
+
+
+def test_unknown_client_is_refused() -> None:
+    with pytest.raises(CommandError, match="invalid choice"):
+        _parse("--client", "fast")
+
+
+def test_unknown_client_in_options_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown client"):
+        run_hosts(BenchOptions(hosts=1, client="fast"), "http://127.0.0.1:9/bench/", ("key",))
 
 
 def test_free_port_is_a_loopback_port() -> None:
@@ -81,5 +112,6 @@ def test_bench_scheduler_runs_hosts_against_gunicorn_on_sqlite() -> None:
     )
     row = next(line for line in out.getvalue().splitlines() if line.startswith("SQLite "))
     cells = row.split()
-    assert int(cells[6]) > 0  # RPCs
+    assert cells[1] == "lean"
+    assert int(cells[7]) > 0  # RPCs
     assert cells[-1] == "0"  # errors

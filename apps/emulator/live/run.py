@@ -14,9 +14,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from apps.emulator.domain.model import ClientPrefs
-from apps.emulator.live.host import HostHardware, LiveHost
+from apps.emulator.live.host import LiveHost
+from apps.emulator.live.rpc import HostHardware, HostStats
 from apps.emulator.live.wire import HttpSession, Session, UploadGate
 
 # A few simulated hours need a small buffer: about an hour and a half of work.
@@ -190,7 +192,21 @@ class HostDriver:
             self.step()
 
 
-def summarize(hosts: Sequence[LiveHost], wall: float, gate: UploadGate) -> LiveSummary:
+class SummarizedHost(Protocol):
+    """What ``summarize`` reads of a host: a live host or a lean one (lean.py)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def stats(self) -> HostStats: ...
+
+    @property
+    def sim_time(self) -> float: ...
+
+
+def summarize(hosts: Sequence[SummarizedHost], wall: float, gate: UploadGate) -> LiveSummary:
+    """The run's figures; a result sent to two hosts is an error (the scheduler's double dispatch)."""
     stats = [h.stats for h in hosts]
     seen: dict[str, int] = {}
     twice = []
@@ -202,7 +218,7 @@ def summarize(hosts: Sequence[LiveHost], wall: float, gate: UploadGate) -> LiveS
     return LiveSummary(
         hosts=len(hosts),
         wall_seconds=wall,
-        sim_hours=max((h.state.now for h in hosts), default=0.0) / 3600.0,
+        sim_hours=max((h.sim_time for h in hosts), default=0.0) / 3600.0,
         rpcs=sum(s.rpcs for s in stats),
         jobs_received=sum(s.jobs_received for s in stats),
         results_reported=sum(s.results_reported for s in stats),

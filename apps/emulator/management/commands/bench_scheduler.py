@@ -1,14 +1,16 @@
-"""Benchmark the scheduler: N emulated hosts against gunicorn, on SQLite and PostgreSQL.
+"""Benchmark the scheduler: N hosts against gunicorn, on SQLite and PostgreSQL.
 
     python manage.py bench_scheduler [--hosts 40] [--seconds 30] [--workers 3] [--threads 4]
         [--database sqlite|postgres|both] [--database-url postgres://...] [--uploads]
-        [--profile [--rpcs 400]]
+        [--client lean|emulated [--policy rec|v6-gpu|v4|mixed]] [--profile [--rpcs 400]]
 
 Each database gets a fresh database, migrated in a subprocess, a benchmark project and
 gunicorn on a free loopback port (apps.emulator.bench lists the steps). PostgreSQL is used
-when ``--database-url`` or COBBLESTONE_TEST_DATABASE_URL names a server. ``--profile``
-runs the scheduler service in-process under cProfile instead (last database chosen) and
-prints its hotspots with file:line.
+when ``--database-url`` or COBBLESTONE_TEST_DATABASE_URL names a server. The load comes
+from lean hosts (the default; cheap, so the machine's CPU goes to the server) or from
+emulated hosts running a client policy (``--client emulated``). ``--profile`` runs the
+scheduler service in-process under cProfile instead (last database chosen) and prints its
+hotspots with file:line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.emulator.bench import (
+    CLIENTS,
     BenchError,
     BenchOptions,
     format_bench_table,
@@ -39,7 +42,15 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
         parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
         parser.add_argument("--jobs", type=int, default=30_000, help="jobs created for the benchmark")
-        parser.add_argument("--policy", default="rec", choices=["rec", "v6-gpu", "v4", "mixed"])
+        parser.add_argument(
+            "--client", default="lean", choices=CLIENTS, help="load generator: lean hosts or emulated clients"
+        )
+        parser.add_argument(
+            "--policy",
+            default="rec",
+            choices=["rec", "v6-gpu", "v4", "mixed"],
+            help="the emulated clients' policy (--client emulated)",
+        )
         parser.add_argument("--uploads", action="store_true", help="also upload every output file")
         parser.add_argument("--database", default="both", choices=["sqlite", "postgres", "both"])
         parser.add_argument(
@@ -62,7 +73,14 @@ class Command(BaseCommand):
             self._setup(jobs=opts["jobs"], hosts=opts["hosts"])
             return
         if opts["internal_profile"]:
-            self._profile(hosts=opts["hosts"], rpcs=opts["rpcs"], top=opts["top"], dump=opts["profile_out"])
+            self._profile(
+                hosts=opts["hosts"],
+                rpcs=opts["rpcs"],
+                top=opts["top"],
+                dump=opts["profile_out"],
+                client=opts["client"],
+                policy=opts["policy"],
+            )
             return
         options = BenchOptions(
             hosts=opts["hosts"],
@@ -72,6 +90,7 @@ class Command(BaseCommand):
             jobs=opts["jobs"],
             uploads=opts["uploads"],
             policy=opts["policy"],
+            client=opts["client"],
         )
         targets = []
         if opts["database"] in ("sqlite", "both"):
@@ -86,7 +105,9 @@ class Command(BaseCommand):
                 self.stdout.write("PostgreSQL skipped: no --database-url or COBBLESTONE_TEST_DATABASE_URL.")
         if opts["profile"]:
             label, url = targets[-1]
-            self.stdout.write(f"Profiling the scheduler service on {label} ({opts['rpcs']} RPCs)...")
+            self.stdout.write(
+                f"Profiling the scheduler service on {label} ({opts['rpcs']} RPCs, {options.client} hosts)..."
+            )
             try:
                 self.stdout.write(
                     run_profile(url, options, rpcs=opts["rpcs"], top=opts["top"], dump=opts["profile_out"])
@@ -97,7 +118,8 @@ class Command(BaseCommand):
         results = []
         for label, url in targets:
             self.stdout.write(
-                f"{label}: fresh database, schema, {options.jobs} jobs, gunicorn, {options.hosts} hosts..."
+                f"{label}: fresh database, schema, {options.jobs} jobs, gunicorn, "
+                f"{options.hosts} {options.client} hosts..."
             )
             try:
                 result = run_benchmark(label, url, options)
@@ -122,12 +144,13 @@ class Command(BaseCommand):
         bench = bench_project_create(slug=SLUG, njobs=jobs, naccounts=hosts)
         self.stdout.write(json.dumps({"authenticators": list(bench.authenticators)}))
 
-    def _profile(self, *, hosts: int, rpcs: int, top: int, dump: str) -> None:
+    def _profile(self, *, hosts: int, rpcs: int, top: int, dump: str, client: str, policy: str) -> None:
         from apps.emulator.bench import profile_config
         from apps.emulator.profiling import profile_hosts
 
         keys = tuple(os.environ["COBBLESTONE_BENCH_AUTHENTICATORS"].split(","))
-        self.stdout.write(profile_hosts(profile_config(hosts, keys), rpcs=rpcs, top=top, dump=dump))
+        config = profile_config(hosts, keys, policy=policy)
+        self.stdout.write(profile_hosts(config, rpcs=rpcs, top=top, dump=dump, client=client))
 
     def _schema_from_models(self) -> None:
         """Create every table from the current models, ignoring migrations (pytest-django's way)."""

@@ -1,0 +1,300 @@
+"""Lean hosts: cheap load for ``bench_scheduler``.
+
+A ``LiveHost`` runs a client's policies (round-robin simulation, work fetch) and costs
+about 14 ms of CPU per RPC in the load generator: CPU taken from the server it measures
+when both share a machine. A lean host keeps only what the scheduler sees: its ids, a
+FIFO queue per resource and a free-running simulated clock. Between two RPCs it moves a
+fixed simulated interval, during which its instances run the queued jobs in order; each
+RPC reports the jobs that finished, names the others and asks for enough work to fill its
+buffer, new-style (``req_secs``/``req_instances`` per resource). The request, the reports
+and the checks on the reply are the live host's (rpc.py), so the server sees the same
+clients; only what happens between RPCs is simpler.
+
+    summary = run_lean(LeanConfig(master_url=url, hardware=tuple(varied_hardware(40)),
+                                  authenticators=keys, max_seconds=30))
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from apps.core.domain.resources import ProcType
+from apps.emulator.domain.model import ClientPrefs
+from apps.emulator.domain.server import WorkRequest
+from apps.emulator.live.rpc import (
+    XML_FORM,
+    HostHardware,
+    HostStats,
+    ReplyJob,
+    WireJob,
+    check_reply,
+    output_content,
+    reply_jobs,
+    scheduler_request,
+)
+from apps.emulator.live.run import LiveSummary, summarize
+from apps.emulator.live.wire import HttpSession, OutputFile, Session, UploadGate, upload
+from apps.protocol import ProtocolError, SchedulerReply, parse_reply, render_request
+
+# A buffer of 0.05 + 0.05 days, as bench_scheduler's emulated hosts keep.
+LEAN_PREFS = ClientPrefs(work_buf_min=0.05 * 86400, work_buf_additional=0.05 * 86400)
+INTERVAL = 1800.0  # simulated seconds between two RPCs of a host
+_EPS = 1e-9
+
+
+@dataclass(slots=True)
+class QueuedJob:
+    """A job in a resource's queue; ``wire.elapsed`` holds its whole runtime."""
+
+    wire: WireJob
+    usage: float  # instances it occupies while it runs
+    remaining: float  # seconds of runtime left
+
+
+def run_fifo(queue: list[QueuedJob], instances: float, seconds: float) -> list[QueuedJob]:
+    """Run ``queue`` on ``instances`` for ``seconds``, first come first served.
+
+    A job starts as soon as enough instances are free and nothing ahead of it waits. The
+    finished jobs leave ``queue`` and are returned in the order they ended; the others
+    stay, in order, with their remaining time reduced. O(n log n) in the queue's length.
+    """
+    free = instances
+    running: list[tuple[float, int]] = []  # (finish time, position in queue), a heap
+    done: list[int] = []
+    started = 0
+    now = 0.0
+    while True:
+        while started < len(queue) and queue[started].usage <= free + _EPS:
+            job = queue[started]
+            heapq.heappush(running, (now + job.remaining, started))
+            free -= job.usage
+            started += 1
+        if not running or running[0][0] > seconds:
+            break
+        now, position = heapq.heappop(running)
+        free += queue[position].usage
+        done.append(position)
+    for finish, position in running:
+        queue[position].remaining = finish - seconds
+    finished = [queue[position] for position in done]
+    gone = set(done)
+    queue[:] = [job for position, job in enumerate(queue) if position not in gone]
+    return finished
+
+
+def resource_request(queue: Sequence[QueuedJob], instances: float, buffer: float) -> tuple[float, float]:
+    """(req_secs, req_instances) for one resource: fill ``buffer`` seconds on every instance.
+
+    The queue's instance-seconds of work are subtracted from the buffer; an instance no
+    job occupies is idle (queued jobs start at once while instances are free).
+    """
+    queued = sum(job.remaining * job.usage for job in queue)
+    busy = sum(job.usage for job in queue)
+    return max(0.0, buffer * instances - queued), max(0.0, instances - busy)
+
+
+class LeanHost:
+    """One host's ids, job queues and conversation with the scheduler; no client policy."""
+
+    def __init__(
+        self,
+        *,
+        index: int,
+        hardware: HostHardware,
+        master_url: str,
+        authenticator: str,
+        session: Session,
+        gate: UploadGate,
+        prefs: ClientPrefs = LEAN_PREFS,
+        interval: float = INTERVAL,
+        seed: int = 1,
+    ) -> None:
+        self.index = index
+        self.hardware = hardware
+        self.scheduler_url = master_url.rstrip("/") + "/cgi"
+        self.authenticator = authenticator
+        self.session = session
+        self.gate = gate
+        self.prefs = prefs
+        self.interval = interval
+        self.rng = random.Random(f"{seed}:{index}")
+        self.instances = {ProcType.CPU: float(hardware.ncpus)}
+        if hardware.ngpus:
+            self.instances[ProcType.NVIDIA] = float(hardware.ngpus)
+        self.queues: dict[ProcType, list[QueuedJob]] = {proc: [] for proc in self.instances}
+        self.finished: list[WireJob] = []  # reported when the next RPC is made, until acknowledged
+        self.hostid = 0
+        self.rpc_seqno = 0
+        self.code_sign_key = ""
+        self.request_delay = 0.0
+        self.sim_time = 0.0
+        self.stats = HostStats()
+        self._started = time.time()
+
+    def step(self) -> None:
+        """One RPC, then the simulated time until the next (longer if the server asked)."""
+        self.rpc()
+        self.advance(max(self.interval, self.request_delay))
+
+    def advance(self, seconds: float) -> None:
+        """Run the queues for ``seconds``; finished jobs upload their outputs and await report."""
+        self.sim_time += seconds
+        for proc, queue in self.queues.items():
+            for job in run_fifo(queue, self.instances[proc], seconds):
+                self.finished.append(job.wire)
+                self._upload_outputs(job.wire)
+
+    def work_request(self) -> WorkRequest:
+        """A new-style request for every resource, from what its queue holds."""
+        secs: dict[ProcType, float] = {}
+        instances: dict[ProcType, float] = {}
+        buffer = self.prefs.work_buf_total
+        for proc, queue in self.queues.items():
+            secs[proc], instances[proc] = resource_request(queue, self.instances[proc], buffer)
+        return WorkRequest(req_secs=secs, req_instances=instances)
+
+    def rpc(self) -> SchedulerReply | None:
+        """Report, ask for work, check the reply and queue its jobs; None if the RPC failed."""
+        reports = list(self.finished)
+        queued = [job.wire.result_name for queue in self.queues.values() for job in queue]
+        request = scheduler_request(
+            hardware=self.hardware,
+            index=self.index,
+            authenticator=self.authenticator,
+            hostid=self.hostid,
+            rpc_seqno=self.rpc_seqno,
+            code_sign_key=self.code_sign_key,
+            prefs=self.prefs,
+            started=self._started,
+            now=time.time(),
+            work=self.work_request(),
+            reports=reports,
+            in_progress=[*queued, *(job.result_name for job in reports)],
+        )
+        body = render_request(request)
+        start = time.perf_counter()
+        try:
+            status, data = self.session.request("POST", self.scheduler_url, body, content_type=XML_FORM)
+        except OSError as exc:
+            self.stats.errors.append(f"RPC to {self.scheduler_url}: {exc}")
+            return None
+        self.stats.latencies.append(time.perf_counter() - start)
+        self.stats.rpcs += 1
+        if status != 200:
+            self.stats.errors.append(f"RPC: HTTP {status}: {data[:200]!r}")
+            return None
+        try:
+            reply = parse_reply(data)
+        except ProtocolError as exc:
+            self.stats.errors.append(f"RPC: unreadable reply: {exc}")
+            return None
+        acked = check_reply(self.stats, reply, reports)
+        # The others are reported again next time, as BOINC does.
+        self.finished = [job for job in self.finished if job.result_name not in acked]
+        self.rpc_seqno += 1
+        if reply.hostid:
+            self.hostid = reply.hostid
+        if reply.code_sign_key:
+            self.code_sign_key = reply.code_sign_key
+        self.request_delay = reply.request_delay or 0.0
+        for job in reply_jobs(reply, self.stats.errors):
+            self._queue(job)
+        return reply
+
+    def _queue(self, job: ReplyJob) -> None:
+        instances = self.instances.get(job.proc_type, 0.0)
+        if not instances:
+            self.stats.errors.append(f"{job.result.name}: sent for a {job.proc_type.value} this host lacks")
+            return
+        hardware_flops = self.hardware.gpu_flops if job.proc_type != ProcType.CPU else self.hardware.cpu_flops
+        flops = job.version.flops or hardware_flops * job.usage
+        wire = job.wire()
+        wire.elapsed = job.fpops_est * self.rng.uniform(0.8, 1.2) / flops
+        self.queues[job.proc_type].append(QueuedJob(wire, min(job.usage, instances), wire.elapsed))
+        self.stats.jobs_received += 1
+        self.stats.received.append(wire.result_name)
+
+    def _upload_outputs(self, job: WireJob) -> None:
+        for info in job.outputs:
+            error = upload(self.session, self.gate, OutputFile(info, output_content(job.result_name, info)))
+            if error:
+                self.stats.errors.append(error)
+            elif self.gate.enabled:
+                self.stats.uploads += 1
+
+
+@dataclass(frozen=True, slots=True)
+class LeanConfig:
+    """Where, how many hosts (their hardware), for how long; ``interval`` is simulated seconds."""
+
+    master_url: str
+    hardware: tuple[HostHardware, ...]
+    authenticators: tuple[str, ...]
+    max_seconds: float = 60.0
+    interval: float = INTERVAL
+    prefs: ClientPrefs = LEAN_PREFS
+    uploads: bool = False
+    timeout: float = 60.0
+    seed: int = 1
+
+
+def make_lean_hosts(
+    config: LeanConfig, gate: UploadGate, session: Callable[[], Session] = HttpSession
+) -> list[LeanHost]:
+    if len(config.authenticators) < len(config.hardware):
+        raise ValueError("one authenticator per host is needed")
+    return [
+        LeanHost(
+            index=i,
+            hardware=hardware,
+            master_url=config.master_url,
+            authenticator=config.authenticators[i],
+            session=session(),
+            gate=gate,
+            prefs=config.prefs,
+            interval=config.interval,
+            seed=config.seed,
+        )
+        for i, hardware in enumerate(config.hardware)
+    ]
+
+
+def run_lean(config: LeanConfig) -> LiveSummary:
+    """Every host makes RPCs back to back, each in its own thread, for ``max_seconds``."""
+    gate = UploadGate(config.uploads)
+    stop = threading.Event()
+    hosts = make_lean_hosts(config, gate, lambda: HttpSession(timeout=config.timeout))
+    threads = [threading.Thread(target=_drive, args=(host, stop), daemon=True) for host in hosts]
+    timer = threading.Timer(config.max_seconds, stop.set)
+    timer.daemon = True
+    started = time.monotonic()
+    timer.start()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    timer.cancel()
+    wall = time.monotonic() - started
+    for host in hosts:
+        host.session.close()
+    return summarize(hosts, wall, gate)
+
+
+def step_safely(host: LeanHost) -> bool:
+    """``host.step()``; False, with the error recorded, if it raised (the host then stops)."""
+    try:
+        host.step()
+    except Exception as exc:  # a bug or a reply the host cannot use: record it, stop this host
+        host.stats.errors.append(f"host {host.index}: {type(exc).__name__}: {exc}")
+        return False
+    return True
+
+
+def _drive(host: LeanHost, stop: threading.Event) -> None:
+    while not stop.is_set() and step_safely(host):
+        pass
