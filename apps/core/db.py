@@ -26,9 +26,8 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
         return
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
-    params = [
-        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in columns] + [row.pk] for row in rows
-    ]
+    conn = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the proxy costs a lookup per use
+    params = [[f.get_db_prep_save(getattr(row, f.attname), conn) for f in columns] + [row.pk] for row in rows]
     with connection.cursor() as cursor:
         if len(params) > 1 and connection.vendor == "postgresql":
             cursor.execute(
