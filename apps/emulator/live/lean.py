@@ -16,6 +16,7 @@ clients; only what happens between RPCs is simpler.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import random
 import threading
@@ -37,7 +38,7 @@ from apps.emulator.live.rpc import (
     reply_jobs,
     scheduler_request,
 )
-from apps.emulator.live.run import LiveSummary, summarize
+from apps.emulator.live.run import LiveSummary, run_threads, summarize
 from apps.emulator.live.wire import HttpSession, OutputFile, Session, UploadGate, upload
 from apps.protocol import ProtocolError, SchedulerReply, parse_reply, render_request
 
@@ -269,17 +270,7 @@ def run_lean(config: LeanConfig) -> LiveSummary:
     gate = UploadGate(config.uploads)
     stop = threading.Event()
     hosts = make_lean_hosts(config, gate, lambda: HttpSession(timeout=config.timeout))
-    threads = [threading.Thread(target=_drive, args=(host, stop), daemon=True) for host in hosts]
-    timer = threading.Timer(config.max_seconds, stop.set)
-    timer.daemon = True
-    started = time.monotonic()
-    timer.start()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    timer.cancel()
-    wall = time.monotonic() - started
+    wall = run_threads([functools.partial(_drive, host, stop) for host in hosts], stop, config.max_seconds)
     for host in hosts:
         host.session.close()
     return summarize(hosts, wall, gate)

@@ -132,8 +132,16 @@ def run_live(config: LiveConfig) -> LiveSummary:
     stop = threading.Event()
     end = config.sim_hours * 3600.0
     hosts = make_hosts(config, gate, lambda: HttpSession(timeout=config.timeout))
-    threads = [threading.Thread(target=HostDriver(h, clock, end, stop).run, daemon=True) for h in hosts]
-    timer = threading.Timer(config.max_seconds, stop.set)
+    wall = run_threads([HostDriver(h, clock, end, stop).run for h in hosts], stop, config.max_seconds)
+    for host in hosts:
+        host.session.close()
+    return summarize(hosts, wall, gate)
+
+
+def run_threads(targets: Sequence[Callable[[], None]], stop: threading.Event, max_seconds: float) -> float:
+    """Run each target in its own thread; set ``stop`` after ``max_seconds``; wall seconds taken."""
+    threads = [threading.Thread(target=target, daemon=True) for target in targets]
+    timer = threading.Timer(max_seconds, stop.set)
     timer.daemon = True
     started = time.monotonic()
     timer.start()
@@ -142,10 +150,7 @@ def run_live(config: LiveConfig) -> LiveSummary:
     for thread in threads:
         thread.join()
     timer.cancel()
-    wall = time.monotonic() - started
-    for host in hosts:
-        host.session.close()
-    return summarize(hosts, wall, gate)
+    return time.monotonic() - started
 
 
 class HostDriver:
