@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 from apps.hosts.models import Host
+from apps.protocol import ReportedFile
 from apps.work.domain.states import ClientState, Outcome, ServerState
 from apps.work.models import Result
 from tests.scheduler.conftest import make_jobs, make_request, others, reported, rpc
@@ -123,6 +124,51 @@ def test_reported_success_is_recorded_and_acknowledged(client, project, account,
         321.0,
     )
     assert result.workunit.transition_time is not None
+
+
+def _report_outputs(client, project, account, app, *, uploaded: bool):
+    """Send one job, give its output file a stored size and MD5, then report it."""
+    make_jobs(project, app, 1)
+    first, result = _sent_result(client, project, account)
+    output = result.output_files.get()
+    output.nbytes, output.md5_cksum, output.uploaded = 100, "0" * 32, uploaded
+    output.save()
+    rpc(
+        client,
+        project,
+        make_request(
+            account.authenticator,
+            hostid=first.hostid,
+            rpc_seqno=1,
+            results=(
+                replace(
+                    reported(result.name),
+                    files=(
+                        ReportedFile(
+                            name=output.name,
+                            nbytes=12,
+                            max_nbytes=1e6,
+                            md5_cksum="d533b16cb509e0614cb307fa6494b7eb",
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    )
+    output.refresh_from_db()
+    return output
+
+
+def test_a_report_records_the_size_and_md5_of_an_output_not_yet_uploaded(client, project, account, cpu_app):
+    output = _report_outputs(client, project, account, cpu_app, uploaded=False)
+    assert (output.nbytes, output.md5_cksum) == (12, "d533b16cb509e0614cb307fa6494b7eb")
+
+
+def test_a_report_leaves_an_uploaded_output_as_the_upload_handler_recorded_it(
+    client, project, account, cpu_app
+):
+    output = _report_outputs(client, project, account, cpu_app, uploaded=True)
+    assert (output.nbytes, output.md5_cksum) == (100, "0" * 32)
 
 
 def test_reported_compute_error_is_a_client_error(client, project, account, cpu_app):

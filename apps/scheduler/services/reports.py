@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
+from apps.core.db import execute, placeholders, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -25,7 +25,7 @@ from apps.work.domain.states import (
     Outcome,
     ServerState,
 )
-from apps.work.models import OutputFile, Result
+from apps.work.models import Result
 from apps.work.services.rows import results_with_workunits
 from apps.work.services.transitioner import transition_times_lower
 
@@ -42,6 +42,8 @@ REPORT_FIELDS = (
     "fpops_cumulative",
     "peak_working_set_size",
 )
+# A reported output size is clamped to what the column holds (the parser allows up to 1e15).
+MAX_OUTPUT_NBYTES = 10**15
 ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
 
 
@@ -82,9 +84,6 @@ def results_report(ctx: RpcContext) -> list[Result]:
     return changed
 
 
-_OUTPUT = ModelColumns(OutputFile, "o", ["id", "result", "name", "nbytes", "md5_cksum"])
-
-
 def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
     """The reported results by name, locked, with their workunits and (cached) versions."""
     lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
@@ -119,27 +118,31 @@ def _output_files_update(results: list[Result], reports: dict[str, ReportedResul
     """Record the size and MD5 the client computed for outputs the server has not received.
 
     A received file keeps the MD5 the upload handler computed from its bytes: the
-    client's report must not be able to change it.
+    client's report must not be able to change it. One UPDATE joins the reported
+    (result, file name) pairs to the stored rows, so nothing is read first.
     """
-    names = {r.id: r.name for r in results}
-    ids = list(names)
-    files = [
-        _OUTPUT.build(row)
-        for row in fetch_rows(
-            f"SELECT {_OUTPUT.sql()} FROM work_outputfile o"
-            f" WHERE o.result_id IN ({placeholders(ids)}) AND NOT o.uploaded",
-            ids,
+    files: dict[tuple[int, str], tuple[str, int]] = {}  # the last report of a name wins
+    for result in results:
+        for reported in reports[result.name].files:
+            nbytes = max(0, min(int(reported.nbytes), MAX_OUTPUT_NBYTES))
+            files[(result.id, reported.name)] = (reported.md5_cksum[:32], nbytes)
+    if not files:
+        return
+    rows = [(rid, name, md5, nbytes) for (rid, name), (md5, nbytes) in files.items()]
+    if connection.vendor == "postgresql":
+        execute(
+            "UPDATE work_outputfile o SET md5_cksum = v.md5, nbytes = LEAST(o.nbytes, v.nbytes)"
+            " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) AS v(result_id, name, md5, nbytes)"
+            " WHERE o.result_id = v.result_id AND o.name = v.name AND NOT o.uploaded",
+            [list(column) for column in zip(*rows, strict=True)],
         )
-    ]
-    to_save = []
-    for output in files:
-        report = reports[names[output.result_id]]
-        for reported in report.files:
-            if reported.name == output.name:
-                output.md5_cksum = reported.md5_cksum[:32]
-                output.nbytes = min(output.nbytes, int(reported.nbytes))
-                to_save.append(output)
-    update_rows(OutputFile, to_save, ["md5_cksum", "nbytes"])
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE work_outputfile SET md5_cksum = %s, nbytes = MIN(nbytes, %s)"
+            " WHERE result_id = %s AND name = %s AND NOT uploaded",
+            [(md5, nbytes, rid, name) for rid, name, md5, nbytes in rows],
+        )
 
 
 def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
