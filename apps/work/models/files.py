@@ -57,7 +57,10 @@ class WorkunitFileRef(models.Model):
 class OutputFile(models.Model):
     """An output file of a result: its upload limit, and what arrived."""
 
-    result = models.ForeignKey("work.Result", on_delete=models.CASCADE, related_name="output_files")
+    # The unique (result, name) index serves lookups by result; no second index on result alone.
+    result = models.ForeignKey(
+        "work.Result", on_delete=models.CASCADE, related_name="output_files", db_index=False
+    )
     name = models.CharField(max_length=254, help_text="Physical name (unique in the project)")
     open_name = models.CharField(max_length=254, blank=True)
     ordinal = models.PositiveSmallIntegerField(default=0)

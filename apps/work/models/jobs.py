@@ -126,9 +126,14 @@ class Workunit(models.Model):
 class Result(models.Model):
     """One instance of a workunit sent (or to be sent) to a host."""
 
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="results")
+    # project, workunit and host lead composite indexes (Meta.indexes, the unique name), which
+    # serve their lookups; a second single-column index would only cost every send and report
+    # an extra index insertion.
+    project = models.ForeignKey(
+        "projects.Project", on_delete=models.CASCADE, related_name="results", db_index=False
+    )
     app = models.ForeignKey("applications.App", on_delete=models.PROTECT, related_name="results")
-    workunit = models.ForeignKey(Workunit, on_delete=models.CASCADE, related_name="results")
+    workunit = models.ForeignKey(Workunit, on_delete=models.CASCADE, related_name="results", db_index=False)
     name = models.CharField(max_length=254)
     create_time = models.DateTimeField(auto_now_add=True)
     priority = models.IntegerField(default=0)
@@ -148,7 +153,7 @@ class Result(models.Model):
     )
 
     host = models.ForeignKey(
-        "hosts.Host", null=True, blank=True, on_delete=models.SET_NULL, related_name="results"
+        "hosts.Host", null=True, blank=True, on_delete=models.SET_NULL, related_name="results", db_index=False
     )
     account = models.ForeignKey(
         "volunteers.Account", null=True, blank=True, on_delete=models.SET_NULL, related_name="results"
