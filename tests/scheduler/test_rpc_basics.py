@@ -1,13 +1,14 @@
 """A scheduler RPC as the stock client sees it: identity, credit, first job, reports."""
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from apps.hosts.models import Host
 from apps.protocol import ReportedFile
 from apps.work.domain.states import ClientState, Outcome, ServerState
-from apps.work.models import Result
+from apps.work.models import Result, Workunit
 from tests.scheduler.conftest import make_jobs, make_request, others, reported, rpc
 
 pytestmark = pytest.mark.django_db
@@ -282,3 +283,22 @@ def test_stopped_scheduler_says_project_is_down(client, project, account):
     reply = rpc(client, project, make_request(account.authenticator))
     assert reply.project_is_down is True
     assert Host.objects.count() == 0
+
+
+def test_a_send_brings_the_transition_time_forward_to_the_deadline_plus_grace(
+    client, project, account, cpu_app
+):
+    wu = make_jobs(project, cpu_app, 1)[0]
+    Workunit.objects.filter(id=wu.id).update(transition_time=None)
+    _, result = _sent_result(client, project, account)
+    wu.refresh_from_db()
+    assert wu.transition_time == result.report_deadline + timedelta(seconds=project.report_grace_period)
+
+
+def test_a_send_never_pushes_an_earlier_transition_time_back(client, project, account, cpu_app):
+    wu = make_jobs(project, cpu_app, 1)[0]
+    early = datetime(2001, 1, 1, tzinfo=UTC)
+    Workunit.objects.filter(id=wu.id).update(transition_time=early)
+    _sent_result(client, project, account)
+    wu.refresh_from_db()
+    assert wu.transition_time == early

@@ -14,7 +14,7 @@ from apps.scheduler.domain.policy import ResourceNeed, WorkNeed, clamp_frac, max
 from apps.scheduler.services.aborts import results_to_abort
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
-from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits
+from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, transition_times_save
 from apps.scheduler.services.hosts import account_authenticate, host_identify
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
@@ -76,6 +76,7 @@ def scheduler_request_handle(
         sequences_prepare(ctx, versions, work_need)
         _send_work(ctx, versions)
         host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
+        transition_times_save(ctx)  # the reports' ones, if nothing was sent
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
     return locality_retry_after_commit(ctx, reply)

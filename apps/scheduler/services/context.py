@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -55,6 +56,9 @@ class RpcContext:
     # Rows of ``havs`` changed by reports, the daily roll-over or sends, written once by
     # host_app_versions_save (one UPDATE statement for all of them).
     dirty_havs: dict[int, HostAppVersion] = field(default_factory=dict)
+    # Workunits whose transition time reports and sends bring forward (the earliest time
+    # each), written once by transition_times_save.
+    transition_times: dict[int, datetime] = field(default_factory=dict)
 
     @property
     def now_unix(self) -> float:
@@ -63,6 +67,14 @@ class RpcContext:
     def message(self, text: str, *, notice: bool = False) -> None:
         priority = MessagePriority.NOTICE if notice else MessagePriority.LOW
         self.messages.append(ReplyMessage(text=text, priority=priority))
+
+    def transition_time_lower(self, workunit_ids: Iterable[int], when: datetime) -> None:
+        """The transitioner must look at these workunits by ``when`` (recorded, written later)."""
+        times = self.transition_times
+        for wu_id in workunit_ids:
+            known = times.get(wu_id)
+            if known is None or when < known:
+                times[wu_id] = when
 
     def no_work_reason(self, text: str) -> None:
         if text not in self.no_work_reasons:

@@ -233,17 +233,22 @@ class Dispatcher:
         if new_havs:
             HostAppVersion.objects.bulk_create(new_havs)
         host_app_versions_save(self.ctx)
+        transition_times_save(self.ctx)
 
     def _lower_transition_times(self) -> None:
         """The transitioner must look at each workunit when its new result times out
         (deadline + grace period), as BOINC lowers transition_time on send."""
         grace = timedelta(seconds=self.ctx.project.report_grace_period)
-        by_deadline: dict[object, list[int]] = {}
         for result in self.sent_results:
             assert result.report_deadline is not None
-            by_deadline.setdefault(result.report_deadline + grace, []).append(result.workunit_id)
-        for timeout, wu_ids in by_deadline.items():
-            transition_times_lower(wu_ids, timeout)
+            self.ctx.transition_time_lower((result.workunit_id,), result.report_deadline + grace)
+
+
+def transition_times_save(ctx: RpcContext) -> None:
+    """Write the transition times this RPC brought forward, in one statement, and forget them."""
+    if ctx.transition_times:
+        transition_times_lower(ctx.transition_times)
+        ctx.transition_times.clear()
 
 
 def send_general_work(dispatcher: Dispatcher) -> None:

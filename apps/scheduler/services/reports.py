@@ -27,7 +27,6 @@ from apps.work.domain.states import (
 )
 from apps.work.models import Result
 from apps.work.services.rows import results_with_workunits
-from apps.work.services.transitioner import transition_times_lower
 
 MAX_STDERR = 64 * 1024
 REPORT_FIELDS = (
@@ -78,7 +77,7 @@ def results_report(ctx: RpcContext) -> list[Result]:
         changed.append(result)
     if changed:
         update_rows(Result, changed, REPORT_FIELDS)
-        transition_times_lower({r.workunit_id for r in changed}, ctx.now)
+        ctx.transition_time_lower((r.workunit_id for r in changed), ctx.now)
         _output_files_update(changed, reports)
         _host_app_versions_update(ctx, changed)
     return changed

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -30,7 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Value, When
 
 from apps.core import clock
-from apps.core.db import execute, placeholders
+from apps.core.db import execute
 from apps.credit.domain.quota import JobOutcome
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -256,14 +257,27 @@ def _is_only_time(plan: TransitionPlan) -> bool:
     )
 
 
-def transition_times_lower(workunit_ids: set[int] | list[int], when: datetime) -> None:
-    """Bring these workunits' transition time forward to ``when`` (never push it back)."""
-    ids = list(workunit_ids)
-    if not ids:
+def transition_times_lower(times: Mapping[int, datetime]) -> None:
+    """Bring each workunit's transition time forward to its given time (never push it back).
+
+    One statement on PostgreSQL (the pairs travel as two arrays), one per workunit elsewhere.
+    """
+    if not times:
         return
-    stamp = Workunit._meta.get_field("transition_time").get_db_prep_save(when, connection)
-    execute(
-        "UPDATE work_workunit SET transition_time = %s"
-        f" WHERE id IN ({placeholders(ids)}) AND (transition_time IS NULL OR transition_time > %s)",
-        [stamp, *ids, stamp],
-    )
+    field = Workunit._meta.get_field("transition_time")
+    ids = list(times)
+    stamps = [field.get_db_prep_save(times[i], connection) for i in ids]
+    if connection.vendor == "postgresql":
+        execute(
+            "UPDATE work_workunit w SET transition_time = v.t"
+            " FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, t)"
+            " WHERE w.id = v.id AND (w.transition_time IS NULL OR w.transition_time > v.t)",
+            [ids, stamps],
+        )
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE work_workunit SET transition_time = %s"
+            " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
+            [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
+        )
