@@ -34,10 +34,8 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
                 _unnest_update_sql(model, tuple(fields)),
                 [list(col) for col in zip(*params, strict=True)],
             )
-        elif len(params) == 1:
-            cursor.execute(
-                _update_sql(model, tuple(fields), connection.vendor), params[0]
-            )  # executemany costs more for one row
+        elif len(params) == 1:  # executemany costs more for one row
+            cursor.execute(_update_sql(model, tuple(fields), connection.vendor), params[0])
         else:
             cursor.executemany(_update_sql(model, tuple(fields), connection.vendor), params)
 
@@ -165,15 +163,3 @@ def execute(sql: str, params: Sequence[Any] = ()) -> int:
 def placeholders(values: Sequence[Any]) -> str:
     """``%s, %s, ...`` for an IN list (never empty: callers check first)."""
     return ", ".join(["%s"] * len(values))
-
-
-def db_values(model: type[models.Model], values: dict[str, Any]) -> tuple[str, list[Any]]:
-    """``"col" = %s, ...`` and the parameters, each value prepared as the ORM saves it."""
-    quote = connection.ops.quote_name
-    meta = model._meta
-    parts, params = [], []
-    for name, value in values.items():
-        field = meta.get_field(name)
-        parts.append(f"{quote(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, connection))
-    return ", ".join(parts), params

@@ -37,9 +37,7 @@ from apps.work.models import Result
 from apps.work.services.rows import results_with_workunits
 from apps.work.services.transitioner import transition_times_lower
 
-# Candidate rows read (and locked) per query: small first, since most RPCs want a few
-# jobs, growing when many are skipped (infeasible, or replicas already on this host).
-# The columns a send sets on a result (the rest of the row is as the feeder left it).
+# The columns a send sets on a result (the rest of the row stays as work creation wrote it).
 SEND_FIELDS = (
     "server_state",
     "host",
@@ -56,6 +54,8 @@ SEND_FIELDS = (
     "version_num",
     "plan_class",
 )
+# Candidate rows read (and locked) per query: small first, since most RPCs want a few
+# jobs, growing when many are skipped (infeasible, or replicas already on this host).
 CANDIDATE_WINDOWS = (16, 32, 64, 64, 128, 128, 256, 256)
 
 INFEASIBLE_MESSAGES = {
