@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from apps.hosts.models import Host
-from apps.protocol import ReportedFile
 from apps.work.domain.states import ClientState, Outcome, ServerState
 from apps.work.models import Result, Workunit
 from tests.scheduler.conftest import make_jobs, make_request, others, reported, rpc
@@ -128,7 +127,8 @@ def test_reported_success_is_recorded_and_acknowledged(client, project, account,
 
 
 def _report_outputs(client, project, account, app, *, uploaded: bool):
-    """Send one job, give its output file a stored size and MD5, then report it."""
+    """Send one job, give its output file a stored size and MD5, then report it (conftest's
+    ``reported`` lists that file with 12 bytes and its MD5)."""
     make_jobs(project, app, 1)
     first, result = _sent_result(client, project, account)
     output = result.output_files.get()
@@ -141,19 +141,7 @@ def _report_outputs(client, project, account, app, *, uploaded: bool):
             account.authenticator,
             hostid=first.hostid,
             rpc_seqno=1,
-            results=(
-                replace(
-                    reported(result.name),
-                    files=(
-                        ReportedFile(
-                            name=output.name,
-                            nbytes=12,
-                            max_nbytes=1e6,
-                            md5_cksum="d533b16cb509e0614cb307fa6494b7eb",
-                        ),
-                    ),
-                ),
-            ),
+            results=(reported(result.name),),
         ),
     )
     output.refresh_from_db()
