@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import QuerySet
 
-from apps.core.db import fetch_rows, placeholders, update_rows
+from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
 from apps.credit.domain.host_scale import probation_on_send
@@ -33,7 +33,7 @@ from apps.scheduler.domain.policy import (
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
-from apps.work.models import Result
+from apps.work.models import Result, Workunit
 from apps.work.services.rows import results_with_workunits
 from apps.work.services.transitioner import transition_times_lower
 
@@ -53,6 +53,34 @@ SEND_FIELDS = (
     "platform",
     "version_num",
     "plan_class",
+)
+# What a candidate window reads. Most candidates are not sent, and a sent one only needs
+# what the send checks and the reply read (SEND_FIELDS are written before anything reads
+# them); the rest (dates, stderr, credit, the workunit's JSON) would cost a conversion per
+# row. A field left out loads on first access, one query per row: the statement-count
+# test in tests/scheduler catches that.
+CANDIDATE_COLUMNS = (
+    ModelColumns(Result, "r", ("id", "project", "app", "workunit", "name", "priority", "server_state")),
+    ModelColumns(
+        Workunit,
+        "w",
+        (
+            "id",
+            "project",
+            "app",
+            "name",
+            "command_line",
+            "rsc_fpops_est",
+            "rsc_fpops_bound",
+            "rsc_memory_bound",
+            "rsc_disk_bound",
+            "delay_bound",
+            "error_mask",
+            "locality_file_name",
+            "sequence",
+            "sequence_index",
+        ),
+    ),
 )
 # Candidate rows read (and locked) per query: small first, since most RPCs want a few
 # jobs, growing when many are skipped (infeasible, or replicas already on this host).
@@ -313,7 +341,7 @@ def _candidates(
     tail = f" ORDER BY r.priority DESC, r.id LIMIT {int(limit)}"
     if connection.features.has_select_for_update_skip_locked:
         tail += " FOR UPDATE OF r SKIP LOCKED"
-    return results_with_workunits("".join(where), params, tail=tail)
+    return results_with_workunits("".join(where), params, tail=tail, columns=CANDIDATE_COLUMNS)
 
 
 def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLimits:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import execute, placeholders, update_rows
+from apps.core.db import ModelColumns, execute, placeholders, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -25,7 +25,7 @@ from apps.work.domain.states import (
     Outcome,
     ServerState,
 )
-from apps.work.models import Result
+from apps.work.models import Result, Workunit
 from apps.work.services.rows import results_with_workunits
 
 MAX_STDERR = 64 * 1024
@@ -43,6 +43,25 @@ REPORT_FIELDS = (
 )
 # A reported output size is clamped to what the column holds (the parser allows up to 1e15).
 MAX_OUTPUT_NBYTES = 10**15
+# What applying a report reads (REPORT_FIELDS are written first); the rest stays deferred.
+REPORTED_COLUMNS = (
+    ModelColumns(
+        Result,
+        "r",
+        (
+            "id",
+            "project",
+            "app",
+            "workunit",
+            "name",
+            "server_state",
+            "host",
+            "app_version",
+            "anonymous_proc_type",
+        ),
+    ),
+    ModelColumns(Workunit, "w", ("id", "project", "app", "name", "delay_bound")),
+)
 ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
 
 
@@ -54,7 +73,8 @@ def report_outcome(report: ReportedResult) -> Outcome:
 
 
 def results_report(ctx: RpcContext) -> list[Result]:
-    """Apply the request's reports; returns the results that changed."""
+    """Apply the request's reports; returns the results that changed (partly loaded: see
+    REPORTED_COLUMNS)."""
     reports = {r.name: r for r in ctx.req.results}
     if not reports:
         return []
@@ -87,7 +107,10 @@ def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
     """The reported results by name, locked, with their workunits and (cached) versions."""
     lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
     found = results_with_workunits(
-        f"r.project_id = %s AND r.name IN ({placeholders(names)})", [ctx.project.id, *names], tail=lock
+        f"r.project_id = %s AND r.name IN ({placeholders(names)})",
+        [ctx.project.id, *names],
+        tail=lock,
+        columns=REPORTED_COLUMNS,
     )
     versions = {v.id: v for v in project_catalog(ctx.project).versions}
     rows = {}

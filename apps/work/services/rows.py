@@ -11,18 +11,26 @@ _RESULT = ModelColumns(Result, "r")
 _WORKUNIT = ModelColumns(Workunit, "w")
 
 
-def results_with_workunits(where: str, params: Sequence[object], *, tail: str = "") -> list[Result]:
+def results_with_workunits(
+    where: str,
+    params: Sequence[object],
+    *,
+    tail: str = "",
+    columns: tuple[ModelColumns, ModelColumns] = (_RESULT, _WORKUNIT),
+) -> list[Result]:
     """Results matching ``where`` (aliases ``r`` and ``w``), each with ``.workunit`` loaded.
 
-    ``tail`` follows the WHERE clause: ORDER BY, LIMIT, FOR UPDATE...
+    ``tail`` follows the WHERE clause: ORDER BY, LIMIT, FOR UPDATE... ``columns`` may name
+    fewer columns of each (``ModelColumns(Result, "r", fields)``); the others are deferred.
     """
+    result_cols, workunit_cols = columns
     sql = (
-        f"SELECT {_RESULT.sql()}, {_WORKUNIT.sql()} FROM work_result r"
+        f"SELECT {result_cols.sql()}, {workunit_cols.sql()} FROM work_result r"
         f" JOIN work_workunit w ON w.id = r.workunit_id WHERE {where}{tail}"
     )
     results = []
     for row in fetch_rows(sql, params):
-        result = _RESULT.build(row)
-        result.workunit = _WORKUNIT.build(row, _RESULT.width)
+        result = result_cols.build(row)
+        result.workunit = workunit_cols.build(row, result_cols.width)
         results.append(result)
     return results

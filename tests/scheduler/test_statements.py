@@ -1,0 +1,57 @@
+"""An RPC's database statements do not grow with the jobs it sends or the results it reports.
+
+The scheduler reads candidate and reported results with only the columns it uses; a
+column it forgot would load on first access, one query per row. These tests see that.
+"""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.scheduler.conftest import make_jobs, make_request, reported, rpc
+
+pytestmark = pytest.mark.django_db
+
+
+def _statements(client, project, req) -> tuple[int, object]:
+    with CaptureQueriesContext(connection) as queries:
+        reply = rpc(client, project, req)
+    return len(queries), reply
+
+
+def _ask(account, hostid: int, seqno: int, instances: float, **kw):
+    return make_request(
+        account.authenticator,
+        hostid=hostid,
+        rpc_seqno=seqno,
+        cpu_req_secs=0.0,
+        cpu_req_instances=instances,
+        work_req_seconds=0.0,
+        **kw,
+    )
+
+
+def test_sending_four_jobs_takes_as_many_statements_as_sending_one(client, project, account, cpu_app):
+    make_jobs(project, cpu_app, 10)
+    first = rpc(client, project, make_request(account.authenticator))  # creates the host
+    one, reply_one = _statements(client, project, _ask(account, first.hostid, 1, 1.0))
+    four, reply_four = _statements(client, project, _ask(account, first.hostid, 2, 4.0))
+    assert (len(reply_one.results), len(reply_four.results)) == (1, 4)
+    assert four == one
+
+
+def test_reporting_four_results_takes_as_many_statements_as_reporting_one(
+    client, project, account, cpu_app
+):
+    make_jobs(project, cpu_app, 10)
+    first = rpc(client, project, make_request(account.authenticator))
+    held = [r.name for r in rpc(client, project, _ask(account, first.hostid, 1, 4.0)).results]
+    held.append(first.results[0].name)
+    one, reply_one = _statements(
+        client, project, _ask(account, first.hostid, 2, 0.0, results=(reported(held[0]),))
+    )
+    four, reply_four = _statements(
+        client, project, _ask(account, first.hostid, 3, 0.0, results=tuple(reported(n) for n in held[1:]))
+    )
+    assert (len(reply_one.result_acks), len(reply_four.result_acks)) == (1, 4)
+    assert four == one
