@@ -45,6 +45,7 @@ from apps.emulator.live import (
     run_live,
     varied_hardware,
 )
+from apps.emulator.live.lean import INTERVAL as LEAN_INTERVAL
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 MANAGE = BASE_DIR / "manage.py"
@@ -52,9 +53,22 @@ SLUG = "bench"
 CLIENTS = ("lean", "emulated")  # the load generators: lean.py's hosts, or host.py's
 # Free-running hosts refill about a CPU-hour per instance per RPC, as a client with a
 # 0.05 + 0.05 day buffer does.
-BENCH_PREFS = ClientPrefs(
-    work_buf_min=0.05 * 86400, work_buf_additional=0.05 * 86400, cpu_scheduling_period=3600.0
-)
+BENCH_BUFFER_DAYS = 0.1
+
+
+def bench_prefs(buffer_days: float = BENCH_BUFFER_DAYS) -> ClientPrefs:
+    """A client's work buffer of ``buffer_days`` (half minimum, half additional)."""
+    half = buffer_days / 2 * 86400
+    return ClientPrefs(work_buf_min=half, work_buf_additional=half, cpu_scheduling_period=3600.0)
+
+
+BENCH_PREFS = bench_prefs()
+DEFAULT_INTERVAL_HOURS = LEAN_INTERVAL / 3600
+
+
+def lean_buffer_days(interval_hours: float) -> float:
+    """A buffer that outlasts the time between RPCs twice over, so no instance runs dry."""
+    return max(BENCH_BUFFER_DAYS, 2 * interval_hours / 24)
 
 
 class BenchError(RuntimeError):
@@ -71,6 +85,10 @@ class BenchOptions:
     uploads: bool = False
     policy: str = "rec"  # the emulated hosts' client policy
     client: str = "lean"  # one of CLIENTS
+    # Simulated hours between two RPCs of a lean host. Each RPC reports what finished in
+    # that time and asks for as much again, so a longer interval means more jobs and
+    # reports per RPC (real clients with day-sized buffers call every few hours).
+    interval_hours: float = DEFAULT_INTERVAL_HOURS
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +155,8 @@ def run_hosts(options: BenchOptions, master_url: str, authenticators: tuple[str,
                 hardware=hardware,
                 authenticators=authenticators,
                 max_seconds=options.seconds,
-                prefs=BENCH_PREFS,
+                interval=options.interval_hours * 3600,
+                prefs=bench_prefs(lean_buffer_days(options.interval_hours)),
                 uploads=options.uploads,
             )
         )
@@ -335,12 +354,14 @@ def format_bench_table(results: list[BenchResult]) -> str:
     header = [
         "database",
         "client",
+        "interval h",
         "workers x threads",
         "hosts",
         "seconds",
         "RPCs",
         "RPCs/s",
         "jobs/s",
+        "jobs/RPC",
         "p50 ms",
         "p90 ms",
         "p99 ms",
@@ -356,12 +377,14 @@ def format_bench_table(results: list[BenchResult]) -> str:
             [
                 r.label,
                 r.options.client,
+                f"{r.options.interval_hours:g}" if r.options.client == "lean" else "-",
                 f"{r.options.workers} x {r.options.threads}",
                 str(s.hosts),
                 f"{s.wall_seconds:.1f}",
                 str(s.rpcs),
                 f"{s.rpcs_per_second:.1f}",
                 f"{s.jobs_per_second:.1f}",
+                f"{s.jobs_received / max(s.rpcs, 1):.1f}",
                 *(f"{s.latency(p) * 1000:.1f}" for p in (50, 90, 99)),
                 f"{r.server_cpu / max(s.rpcs, 1) * 1000:.0f}",
                 "-" if r.database_cpu is None else f"{r.database_cpu / max(s.rpcs, 1) * 1000:.0f}",

@@ -8,7 +8,15 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.emulator.bench import BenchOptions, BenchResult, format_bench_table, free_port, run_hosts
+from apps.emulator.bench import (
+    BenchOptions,
+    BenchResult,
+    bench_prefs,
+    format_bench_table,
+    free_port,
+    lean_buffer_days,
+    run_hosts,
+)
 from apps.emulator.live import LiveSummary
 from apps.emulator.management.commands.bench_scheduler import Command
 
@@ -48,7 +56,7 @@ def test_unacknowledged_result_makes_the_run_not_ok() -> None:
 def test_table_has_a_row_per_database() -> None:
     result = BenchResult("SQLite", BenchOptions(), _summary(), "migrations", 1.0, 2.0, None, "")
     lines = format_bench_table([result]).splitlines()
-    assert lines[2].split()[:3] == ["SQLite", "lean", "3"]
+    assert lines[2].split()[:4] == ["SQLite", "lean", "0.5", "3"]
     assert "p99 ms" in lines[0]
 
 
@@ -67,6 +75,39 @@ def test_table_says_which_client_produced_the_figures() -> None:
     )
     header, _, row = (re.split(r"\s{2,}", line.strip()) for line in format_bench_table([result]).splitlines())
     assert (header[1], row[1]) == ("client", "emulated")
+
+
+def test_table_gives_the_interval_and_jobs_per_rpc() -> None:
+    result = BenchResult(
+        "SQLite", BenchOptions(interval_hours=4.0), _summary(), "migrations", 1.0, 2.0, None, ""
+    )
+    header, _, row = (re.split(r"\s{2,}", line.strip()) for line in format_bench_table([result]).splitlines())
+    assert (row[header.index("interval h")], row[header.index("jobs/RPC")]) == ("4", "10.0")  # 40 / 4
+
+
+def test_buffer_is_split_between_minimum_and_additional() -> None:
+    prefs = bench_prefs(0.5)
+    assert (prefs.work_buf_min, prefs.work_buf_additional) == (0.25 * 86400, 0.25 * 86400)
+
+
+def test_a_long_interval_gets_a_buffer_that_outlasts_it() -> None:
+    assert (lean_buffer_days(0.5), lean_buffer_days(6.0)) == (0.1, 0.5)
+
+
+def test_interval_option_reaches_the_options() -> None:
+    assert _parse("--interval-hours", "4")["interval_hours"] == 4.0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--interval-hours", "0"), "must be positive"),
+        (("--interval-hours", "4", "--client", "emulated"), "applies to lean hosts"),
+    ],
+)
+def test_a_meaningless_interval_is_refused(args, message) -> None:
+    with pytest.raises(CommandError, match=message):
+        call_command("bench_scheduler", *args, "--database", "sqlite")
 
 
 def _parse(*args: str) -> dict:

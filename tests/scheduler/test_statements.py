@@ -40,9 +40,7 @@ def test_sending_four_jobs_takes_as_many_statements_as_sending_one(client, proje
     assert four == one
 
 
-def test_reporting_four_results_takes_as_many_statements_as_reporting_one(
-    client, project, account, cpu_app
-):
+def test_reporting_four_results_takes_as_many_statements_as_reporting_one(client, project, account, cpu_app):
     make_jobs(project, cpu_app, 10)
     first = rpc(client, project, make_request(account.authenticator))
     held = [r.name for r in rpc(client, project, _ask(account, first.hostid, 1, 4.0)).results]

@@ -2,7 +2,8 @@
 
     python manage.py bench_scheduler [--hosts 40] [--seconds 30] [--workers 3] [--threads 4]
         [--database sqlite|postgres|both] [--database-url postgres://...] [--uploads]
-        [--client lean|emulated [--policy rec|v6-gpu|v4|mixed]] [--profile [--rpcs 400]]
+        [--client lean|emulated [--policy rec|v6-gpu|v4|mixed]] [--interval-hours 0.5]
+        [--profile [--rpcs 400]]
 
 Each database gets a fresh database, migrated in a subprocess, a benchmark project and
 gunicorn on a free loopback port (apps.emulator.bench lists the steps). PostgreSQL is used
@@ -24,6 +25,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.emulator.bench import (
     CLIENTS,
+    DEFAULT_INTERVAL_HOURS,
     BenchError,
     BenchOptions,
     format_bench_table,
@@ -50,6 +52,12 @@ class Command(BaseCommand):
             default="rec",
             choices=["rec", "v6-gpu", "v4", "mixed"],
             help="the emulated clients' policy (--client emulated)",
+        )
+        parser.add_argument(
+            "--interval-hours",
+            type=float,
+            default=DEFAULT_INTERVAL_HOURS,
+            help="simulated hours between a lean host's RPCs (longer: more jobs and reports per RPC)",
         )
         parser.add_argument("--uploads", action="store_true", help="also upload every output file")
         parser.add_argument("--database", default="both", choices=["sqlite", "postgres", "both"])
@@ -91,7 +99,14 @@ class Command(BaseCommand):
             uploads=opts["uploads"],
             policy=opts["policy"],
             client=opts["client"],
+            interval_hours=opts["interval_hours"],
         )
+        if options.interval_hours <= 0:
+            raise CommandError("--interval-hours must be positive")
+        if options.client != "lean" and options.interval_hours != DEFAULT_INTERVAL_HOURS:
+            raise CommandError(
+                "--interval-hours applies to lean hosts (emulated clients call when their policy does)"
+            )
         targets = []
         if opts["database"] in ("sqlite", "both"):
             targets.append(("SQLite", "sqlite:///bench.sqlite3"))
