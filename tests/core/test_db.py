@@ -1,12 +1,15 @@
 """Hand-written hot-path SQL gives back what the ORM would (apps.core.db)."""
 
 from datetime import UTC, date, datetime
+from enum import IntEnum
 
 import pytest
+from django.db import connection
 from django.db.models import DEFERRED
 from django.db.models.signals import post_init
+from django.test.utils import CaptureQueriesContext
 
-from apps.core.db import ModelColumns, fetch_rows, update_rows
+from apps.core.db import ModelColumns, execute, fetch_rows, statement_cursor, update_rows
 from apps.hosts.models import Host
 from apps.projects.models import Project
 from tests.factories import HostFactory, ProjectFactory
@@ -101,3 +104,43 @@ def test_update_rows_stores_json_values():
     projects[1].paused_daemons = []
     update_rows(Project, projects, ["paused_daemons"])
     assert [Project.objects.get(id=p.id).paused_daemons for p in projects] == [["feeder", "validator"], []]
+
+
+class Cores(IntEnum):
+    EIGHT = 8
+
+
+def test_update_rows_converts_enums_and_ints_in_float_columns():
+    # An int in a float column beside a float (one array per column on PostgreSQL), and
+    # an enum in an integer column, are stored as the ORM stores them.
+    a, b = HostFactory(), HostFactory()
+    a.p_fpops, b.p_fpops = 3, 2.5e9
+    a.p_ncpus = b.p_ncpus = Cores.EIGHT
+    update_rows(Host, [a, b], ["p_fpops", "p_ncpus"])
+    stored = list(Host.objects.filter(id__in=[a.id, b.id]).order_by("id").values_list("p_fpops", "p_ncpus"))
+    assert stored == [(3.0, 8), (2.5e9, 8)]
+
+
+def test_hot_path_statements_share_one_cursor_on_a_connection():
+    fetch_rows("SELECT 1")  # the connection is open
+    with statement_cursor() as first, statement_cursor() as second:
+        assert first is second
+
+
+def test_a_new_connection_gets_a_new_cursor():
+    fetch_rows("SELECT 1")
+    with statement_cursor() as kept:
+        pass
+    connection._cobblestone_cursor = (object(), kept)  # as if Django had reconnected since
+    with statement_cursor() as cursor:
+        assert cursor is not kept
+        cursor.execute("SELECT 2")
+        assert cursor.fetchall() == [(2,)]
+
+
+def test_statements_are_recorded_while_queries_are_captured():
+    fetch_rows("SELECT 1")
+    with CaptureQueriesContext(connection) as queries:
+        fetch_rows("SELECT 3")
+        execute("SELECT 4")
+    assert [q["sql"] for q in queries.captured_queries] == ["SELECT 3", "SELECT 4"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import ModelColumns, execute, placeholders, update_rows
+from apps.core.db import ModelColumns, execute, execute_many, placeholders, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -159,12 +159,11 @@ def _output_files_update(results: list[Result], reports: dict[str, ReportedResul
             [list(column) for column in zip(*rows, strict=True)],
         )
         return
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE work_outputfile SET md5_cksum = %s, nbytes = MIN(nbytes, %s)"
-            " WHERE result_id = %s AND name = %s AND NOT uploaded",
-            [(md5, nbytes, rid, name) for rid, name, md5, nbytes in rows],
-        )
+    execute_many(
+        "UPDATE work_outputfile SET md5_cksum = %s, nbytes = MIN(nbytes, %s)"
+        " WHERE result_id = %s AND name = %s AND NOT uploaded",
+        [(md5, nbytes, rid, name) for rid, name, md5, nbytes in rows],
+    )
 
 
 def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:

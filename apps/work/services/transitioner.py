@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Value, When
 
 from apps.core import clock
-from apps.core.db import execute
+from apps.core.db import execute, execute_many
 from apps.credit.domain.quota import JobOutcome
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -275,9 +275,8 @@ def transition_times_lower(times: Mapping[int, datetime]) -> None:
             [ids, stamps],
         )
         return
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE work_workunit SET transition_time = %s"
-            " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
-            [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
-        )
+    execute_many(
+        "UPDATE work_workunit SET transition_time = %s"
+        " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
+        [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
+    )
