@@ -19,24 +19,22 @@ from apps.emulator.domain.policies import ClientPolicy, FetchChoice, make_policy
 from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState, SimJob, SimProject
 from apps.emulator.live.rpc import (
-    XML_FORM,
     HostHardware,
-    HostStats,
+    RpcFailed,
+    WireHost,
     WireJob,
     check_reply,
-    output_content,
     reply_jobs,
-    scheduler_request,
 )
-from apps.emulator.live.wire import OutputFile, Session, UploadGate, upload
-from apps.protocol import ProtocolError, SchedulerReply, SchedulerRequest, parse_reply, render_request
+from apps.emulator.live.wire import Session, UploadGate
+from apps.protocol import SchedulerReply, SchedulerRequest
 
 PROJECT = "live"  # the one project every live host is attached to
 RETRY_DELAY = 60.0  # simulated seconds before an RPC is retried (BOINC's minimum RPC backoff)
 _DONE = 1e-6
 
 
-class LiveHost:
+class LiveHost(WireHost):
     """One host's client state and its conversation with the scheduler."""
 
     def __init__(
@@ -53,14 +51,16 @@ class LiveHost:
         report_delay: float,
         seed: int = 1,
     ) -> None:
-        self.index = index
-        self.hardware = hardware
-        self.scheduler_url = master_url.rstrip("/") + "/cgi"
-        self.authenticator = authenticator
-        self.gate = gate
-        self.session = session
+        super().__init__(
+            index=index,
+            hardware=hardware,
+            master_url=master_url,
+            authenticator=authenticator,
+            session=session,
+            gate=gate,
+            seed=seed,
+        )
         self.report_delay = report_delay
-        self.rng = random.Random(f"{seed}:{index}")
         spec = ProjectSpec(name=PROJECT, resource_share=100.0, apps=())
         self.state = ClientState(
             host=hardware.spec(),
@@ -70,15 +70,10 @@ class LiveHost:
         )
         self.policy: ClientPolicy = make_policy(policy, prefs)
         self.policy.attach(self.state, PROJECT)
-        self.hostid = 0
-        self.rpc_seqno = 0
-        self.code_sign_key = ""
         self.not_before = 0.0  # simulated time before which the server asked not to be contacted
         self.wire: dict[int, WireJob] = {}
         self.finished: list[tuple[float, WireJob]] = []  # (finish time, job), not yet acknowledged
-        self.stats = HostStats()
         self._next_key = 0
-        self._started = time.time()
 
     @property
     def sim_time(self) -> float:
@@ -109,7 +104,7 @@ class LiveHost:
         for job in done:
             state.remove_job(job)
             self.finished.append((t, self.wire.pop(job.key)))
-            self._upload_outputs(self.finished[-1][1])
+            self.upload_outputs(self.finished[-1][1])
 
     def next_event(self, end: float) -> float:
         """The next simulated time something happens: a job ends, a backoff or delay ends..."""
@@ -142,26 +137,11 @@ class LiveHost:
             choice.request if choice is not None else WorkRequest(rsc_spec_request=self.policy.name != "v4")
         )
         reports = [job for _, job in self.finished]
-        body = render_request(self.request(work, reports))
-        start = time.perf_counter()
         try:
-            status, data = self.session.request("POST", self.scheduler_url, body, content_type=XML_FORM)
-        except OSError as exc:
-            return self._failed(f"RPC to {self.scheduler_url}: {exc}")
-        self.stats.latencies.append(time.perf_counter() - start)
-        self.stats.rpcs += 1
-        if status != 200:
-            return self._failed(f"RPC: HTTP {status}: {data[:200]!r}")
-        try:
-            reply = parse_reply(data)
-        except ProtocolError as exc:
-            return self._failed(f"RPC: unreadable reply: {exc}")
+            reply = self.exchange(self.request(work, reports))
+        except RpcFailed as exc:
+            return self._failed(str(exc))
         self._check_reply(reply, reports)
-        self.rpc_seqno += 1
-        if reply.hostid:
-            self.hostid = reply.hostid
-        if reply.code_sign_key:
-            self.code_sign_key = reply.code_sign_key
         self.not_before = self.state.now + (reply.request_delay or 0.0)
         if self.finished:  # something was not acknowledged: retry later, as BOINC's RPC backoff does
             self.not_before = max(self.not_before, self.state.now + RETRY_DELAY)
@@ -172,16 +152,8 @@ class LiveHost:
 
     def request(self, work: WorkRequest, reports: list[WireJob]) -> SchedulerRequest:
         """A scheduler request shaped like 7.20.5's, asking for ``work``."""
-        return scheduler_request(
-            hardware=self.hardware,
-            index=self.index,
-            authenticator=self.authenticator,
-            hostid=self.hostid,
-            rpc_seqno=self.rpc_seqno,
-            code_sign_key=self.code_sign_key,
+        return self.build_request(
             prefs=self.state.prefs,
-            started=self._started,
-            now=time.time(),
             work=work,
             reports=reports,
             in_progress=(w.result_name for w in (*self.wire.values(), *reports)),
@@ -236,11 +208,3 @@ class LiveHost:
         self.stats.jobs_received += len(sent)
         self.stats.received.extend(w.result_name for w in list(self.wire.values())[-len(sent) :] if sent)
         return tuple(sent)
-
-    def _upload_outputs(self, job: WireJob) -> None:
-        for info in job.outputs:
-            error = upload(self.session, self.gate, OutputFile(info, output_content(job.result_name, info)))
-            if error:
-                self.stats.errors.append(error)
-            elif self.gate.enabled:
-                self.stats.uploads += 1

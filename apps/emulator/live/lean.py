@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import functools
 import heapq
-import random
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,19 +26,17 @@ from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import ClientPrefs
 from apps.emulator.domain.server import WorkRequest
 from apps.emulator.live.rpc import (
-    XML_FORM,
     HostHardware,
-    HostStats,
     ReplyJob,
+    RpcFailed,
+    WireHost,
     WireJob,
     check_reply,
-    output_content,
     reply_jobs,
-    scheduler_request,
 )
 from apps.emulator.live.run import LiveSummary, run_threads, summarize
-from apps.emulator.live.wire import HttpSession, OutputFile, Session, UploadGate, upload
-from apps.protocol import ProtocolError, SchedulerReply, parse_reply, render_request
+from apps.emulator.live.wire import HttpSession, Session, UploadGate
+from apps.protocol import SchedulerReply
 
 # A buffer of 0.05 + 0.05 days, as bench_scheduler's emulated hosts keep.
 LEAN_PREFS = ClientPrefs(work_buf_min=0.05 * 86400, work_buf_additional=0.05 * 86400)
@@ -99,7 +95,7 @@ def resource_request(queue: Sequence[QueuedJob], instances: float, buffer: float
     return max(0.0, buffer * instances - queued), max(0.0, instances - busy)
 
 
-class LeanHost:
+class LeanHost(WireHost):
     """One host's ids, job queues and conversation with the scheduler; no client policy."""
 
     def __init__(
@@ -115,27 +111,24 @@ class LeanHost:
         interval: float = INTERVAL,
         seed: int = 1,
     ) -> None:
-        self.index = index
-        self.hardware = hardware
-        self.scheduler_url = master_url.rstrip("/") + "/cgi"
-        self.authenticator = authenticator
-        self.session = session
-        self.gate = gate
+        super().__init__(
+            index=index,
+            hardware=hardware,
+            master_url=master_url,
+            authenticator=authenticator,
+            session=session,
+            gate=gate,
+            seed=seed,
+        )
         self.prefs = prefs
         self.interval = interval
-        self.rng = random.Random(f"{seed}:{index}")
         self.instances = {ProcType.CPU: float(hardware.ncpus)}
         if hardware.ngpus:
             self.instances[ProcType.NVIDIA] = float(hardware.ngpus)
         self.queues: dict[ProcType, list[QueuedJob]] = {proc: [] for proc in self.instances}
         self.finished: list[WireJob] = []  # reported when the next RPC is made, until acknowledged
-        self.hostid = 0
-        self.rpc_seqno = 0
-        self.code_sign_key = ""
         self.request_delay = 0.0
         self.sim_time = 0.0
-        self.stats = HostStats()
-        self._started = time.time()
 
     def step(self) -> None:
         """One RPC, then the simulated time until the next (longer if the server asked)."""
@@ -148,7 +141,7 @@ class LeanHost:
         for proc, queue in self.queues.items():
             for job in run_fifo(queue, self.instances[proc], seconds):
                 self.finished.append(job.wire)
-                self._upload_outputs(job.wire)
+                self.upload_outputs(job.wire)
 
     def work_request(self) -> WorkRequest:
         """A new-style request for every resource, from what its queue holds."""
@@ -163,45 +156,20 @@ class LeanHost:
         """Report, ask for work, check the reply and queue its jobs; None if the RPC failed."""
         reports = list(self.finished)
         queued = [job.wire.result_name for queue in self.queues.values() for job in queue]
-        request = scheduler_request(
-            hardware=self.hardware,
-            index=self.index,
-            authenticator=self.authenticator,
-            hostid=self.hostid,
-            rpc_seqno=self.rpc_seqno,
-            code_sign_key=self.code_sign_key,
+        request = self.build_request(
             prefs=self.prefs,
-            started=self._started,
-            now=time.time(),
             work=self.work_request(),
             reports=reports,
             in_progress=[*queued, *(job.result_name for job in reports)],
         )
-        body = render_request(request)
-        start = time.perf_counter()
         try:
-            status, data = self.session.request("POST", self.scheduler_url, body, content_type=XML_FORM)
-        except OSError as exc:
-            self.stats.errors.append(f"RPC to {self.scheduler_url}: {exc}")
-            return None
-        self.stats.latencies.append(time.perf_counter() - start)
-        self.stats.rpcs += 1
-        if status != 200:
-            self.stats.errors.append(f"RPC: HTTP {status}: {data[:200]!r}")
-            return None
-        try:
-            reply = parse_reply(data)
-        except ProtocolError as exc:
-            self.stats.errors.append(f"RPC: unreadable reply: {exc}")
+            reply = self.exchange(request)
+        except RpcFailed as exc:
+            self.stats.errors.append(str(exc))
             return None
         acked = check_reply(self.stats, reply, reports)
         # The others are reported again next time, as BOINC does.
         self.finished = [job for job in self.finished if job.result_name not in acked]
-        self.rpc_seqno += 1
-        if reply.hostid:
-            self.hostid = reply.hostid
-        if reply.code_sign_key:
-            self.code_sign_key = reply.code_sign_key
         self.request_delay = reply.request_delay or 0.0
         for job in reply_jobs(reply, self.stats.errors):
             self._queue(job)
@@ -219,14 +187,6 @@ class LeanHost:
         self.queues[job.proc_type].append(QueuedJob(wire, min(job.usage, instances), wire.elapsed))
         self.stats.jobs_received += 1
         self.stats.received.append(wire.result_name)
-
-    def _upload_outputs(self, job: WireJob) -> None:
-        for info in job.outputs:
-            error = upload(self.session, self.gate, OutputFile(info, output_content(job.result_name, info)))
-            if error:
-                self.stats.errors.append(error)
-            elif self.gate.enabled:
-                self.stats.uploads += 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,22 +1,23 @@
 """What every live host sends and checks, whatever it simulates in between.
 
 ``LiveHost`` (host.py, the client policies) and ``LeanHost`` (lean.py, the cheap load
-generator) build their scheduler requests, report their results and read the jobs of a
-reply through these functions, so both speak the same 7.20.5-shaped protocol and check
-the server the same way.
+generator) are ``WireHost``s: they keep the same ids, build their scheduler requests,
+report their results and read the jobs of a reply through this module, so both speak the
+same 7.20.5-shaped protocol and check the server the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import ClientPrefs, HostSpec, ResourceSpec
 from apps.emulator.domain.server import WorkRequest
-from apps.emulator.live.wire import OutputFile
+from apps.emulator.live.wire import OutputFile, Session, UploadGate, upload
 from apps.protocol import (
     AppVersionDesc,
     Coproc,
@@ -24,6 +25,7 @@ from apps.protocol import (
     GlobalPrefs,
     HostInfo,
     OtherResult,
+    ProtocolError,
     ReportedFile,
     ReportedResult,
     ResultDesc,
@@ -31,6 +33,8 @@ from apps.protocol import (
     SchedulerRequest,
     TimeStats,
     WorkunitDesc,
+    parse_reply,
+    render_request,
 )
 
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -302,3 +306,100 @@ def reply_jobs(reply: SchedulerReply, errors: list[str]) -> list[ReplyJob]:
             )
         )
     return jobs
+
+
+class RpcFailed(Exception):
+    """An RPC that got no usable reply (connection, HTTP status or XML); the message says which."""
+
+
+class WireHost:
+    """One emulated host's ids for its project and its side of the scheduler RPC.
+
+    Subclasses decide when to call and what to ask for; this keeps what the server
+    identifies the host by (host id, RPC sequence number, code-signing key), sends a
+    request, records its latency and reads the reply.
+    """
+
+    def __init__(
+        self,
+        *,
+        index: int,
+        hardware: HostHardware,
+        master_url: str,
+        authenticator: str,
+        session: Session,
+        gate: UploadGate,
+        seed: int = 1,
+    ) -> None:
+        self.index = index
+        self.hardware = hardware
+        self.scheduler_url = master_url.rstrip("/") + "/cgi"
+        self.authenticator = authenticator
+        self.session = session
+        self.gate = gate
+        self.rng = random.Random(f"{seed}:{index}")
+        self.hostid = 0
+        self.rpc_seqno = 0
+        self.code_sign_key = ""
+        self.stats = HostStats()
+        self._started = time.time()
+
+    def build_request(
+        self,
+        *,
+        prefs: ClientPrefs,
+        work: WorkRequest,
+        reports: Sequence[WireJob],
+        in_progress: Iterable[str],
+    ) -> SchedulerRequest:
+        """A request shaped like 7.20.5's from this host, asking for ``work``."""
+        return scheduler_request(
+            hardware=self.hardware,
+            index=self.index,
+            authenticator=self.authenticator,
+            hostid=self.hostid,
+            rpc_seqno=self.rpc_seqno,
+            code_sign_key=self.code_sign_key,
+            prefs=prefs,
+            started=self._started,
+            now=time.time(),
+            work=work,
+            reports=reports,
+            in_progress=in_progress,
+        )
+
+    def exchange(self, request: SchedulerRequest) -> SchedulerReply:
+        """POST ``request`` and read the reply; the host takes the ids it gives.
+
+        Raises RpcFailed (and counts nothing but the latency of an answered RPC) when
+        there is no usable reply.
+        """
+        body = render_request(request)
+        start = time.perf_counter()
+        try:
+            status, data = self.session.request("POST", self.scheduler_url, body, content_type=XML_FORM)
+        except OSError as exc:
+            raise RpcFailed(f"RPC to {self.scheduler_url}: {exc}") from None
+        self.stats.latencies.append(time.perf_counter() - start)
+        self.stats.rpcs += 1
+        if status != 200:
+            raise RpcFailed(f"RPC: HTTP {status}: {data[:200]!r}")
+        try:
+            reply = parse_reply(data)
+        except ProtocolError as exc:
+            raise RpcFailed(f"RPC: unreadable reply: {exc}") from None
+        self.rpc_seqno += 1
+        if reply.hostid:
+            self.hostid = reply.hostid
+        if reply.code_sign_key:
+            self.code_sign_key = reply.code_sign_key
+        return reply
+
+    def upload_outputs(self, job: WireJob) -> None:
+        """Upload a finished job's output files (when the gate lets uploads through)."""
+        for info in job.outputs:
+            error = upload(self.session, self.gate, OutputFile(info, output_content(job.result_name, info)))
+            if error:
+                self.stats.errors.append(error)
+            elif self.gate.enabled:
+                self.stats.uploads += 1
