@@ -3,7 +3,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from apps.hosts import services
-from apps.hosts.models import Host, HostAppVersion, HostCoproc
+from apps.hosts.models import DeletedHost, Host, HostAppVersion, HostCoproc
 
 
 class HostCoprocInline(admin.TabularInline):
@@ -102,3 +102,18 @@ class HostAppVersionAdmin(admin.ModelAdmin):
     def reset_probation(self, request: HttpRequest, queryset: QuerySet[HostAppVersion]) -> None:
         n = services.host_app_version_reset_probation(ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"Probation reset on {n} record(s).", messages.SUCCESS)
+
+
+@admin.register(DeletedHost)
+class DeletedHostAdmin(admin.ModelAdmin):
+    """Read-only: written when an exported host is deleted, listed by db_dump, then expired."""
+
+    list_display = ["hostid", "host_cpid", "project", "create_time"]
+    list_filter = ["project"]
+    search_fields = ["=hostid", "host_cpid"]
+
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False

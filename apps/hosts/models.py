@@ -78,6 +78,26 @@ class Host(models.Model):
         return total
 
 
+class DeletedHost(models.Model):
+    """An exported host that was deleted, alone or with its account (BOINC's host_deleted).
+
+    db_dump lists these so statistics sites drop the computer; ``host_cpid`` is the id it
+    was exported under. Records expire (apps.portal.stats_export).
+    """
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    hostid = models.BigIntegerField(help_text="The deleted host's id")
+    host_cpid = models.CharField(max_length=64, blank=True)
+    create_time = models.DateTimeField(db_index=True, help_text="When the host was deleted")
+
+    class Meta:
+        ordering = ["hostid"]
+        constraints = [models.UniqueConstraint(fields=["project", "hostid"], name="deleted_host_unique")]
+
+    def __str__(self) -> str:
+        return f"deleted host {self.hostid}"
+
+
 class HostCoproc(models.Model):
     """One coprocessor type on a host (count instances of the same GPU model)."""
 

@@ -1,8 +1,11 @@
 """BOINC's db_dump: the statistics files third-party sites read (boinc-facts 3).
 
 Writes ``user.gz``, ``host.gz``, ``team.gz`` (gzipped ``<users>``/``<hosts>``/``<teams>``
-with BOINC's record fields, see apps.portal.records) and ``tables.xml`` (update time and
-totals) into ``<data_dir>/<slug>/stats/``, served at ``/<slug>/stats/<file>``.
+with BOINC's record fields, see apps.portal.records), ``user_deleted.gz`` and
+``host_deleted.gz`` (``<users_deleted>``/``<hosts_deleted>``: the id and cross-project id
+of each exported user or host deleted in the last DELETED_KEEP_DAYS, so stats sites drop
+them) and ``tables.xml`` (update time and totals) into ``<data_dir>/<slug>/stats/``,
+served at ``/<slug>/stats/<file>``.
 
 Only users who consented to the statistics export are written (BOINC's STATSEXPORT
 consent), and only their hosts: a host's host_cpid would let a stats site link it back to
@@ -16,28 +19,33 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TypeVar
 
 from django.db.models import Model, QuerySet
 
-from apps.hosts.models import Host
+from apps.hosts.models import DeletedHost, Host
 from apps.portal.records import host_record, team_record, user_record
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.protocol.stats_dump import dump_chunks
 from apps.protocol.stats_xml import Record, render_tables
-from apps.volunteers.models import Account, Team
+from apps.volunteers.models import Account, DeletedAccount, Team
 
 DAEMON = "db_dump"
 BATCH = 1000
+# How long a deleted user or host stays in the *_deleted files: long enough for every
+# stats site's daily fetch to see it, even after an outage of weeks.
+DELETED_KEEP_DAYS = 60
 # The files and how they are served; nothing else in the directory is ever served.
 STATS_FILES: dict[str, str] = {
     "tables.xml": "text/xml; charset=utf-8",
     "user.gz": "application/gzip",
     "host.gz": "application/gzip",
     "team.gz": "application/gzip",
+    "user_deleted.gz": "application/gzip",
+    "host_deleted.gz": "application/gzip",
 }
 
 M = TypeVar("M", bound=Model)
@@ -123,12 +131,31 @@ def _teams(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
         yield team_record(team), team.total_credit
 
 
+def _users_deleted(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    for gone in _chunked(DeletedAccount.objects.filter(project=project), batch):
+        yield Record("user", (("id", gone.userid), ("cpid", gone.cpid))), 0.0
+
+
+def _hosts_deleted(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    for gone in _chunked(DeletedHost.objects.filter(project=project), batch):
+        yield Record("host", (("id", gone.hostid), ("host_cpid", gone.host_cpid))), 0.0
+
+
+def deleted_records_expire(*, project: Project, now: datetime) -> int:
+    """Forget users and hosts deleted more than DELETED_KEEP_DAYS ago; how many went."""
+    cutoff = now - timedelta(days=DELETED_KEEP_DAYS)
+    users, _ = DeletedAccount.objects.filter(project=project, create_time__lt=cutoff).delete()
+    hosts, _ = DeletedHost.objects.filter(project=project, create_time__lt=cutoff).delete()
+    return users + hosts
+
+
 def stats_export_write(*, project: Project, now: datetime, batch: int = BATCH) -> DaemonPass:
     """One db_dump pass for the project.
 
     1. Stream consenting users, their hosts, and all teams, ``batch`` rows at a time, each
        into its gzipped file (written beside it, then renamed over it).
-    2. Write tables.xml last, with the totals of what was written: its update_time marks
+    2. Forget deletions older than DELETED_KEEP_DAYS and write the deleted users and hosts.
+    3. Write tables.xml last, with the totals of what was written: its update_time marks
        a complete set.
     """
     if not project.stats_export:
@@ -139,12 +166,21 @@ def stats_export_write(*, project: Project, now: datetime, batch: int = BATCH) -
     users = _write_dump(directory, "user.gz", "users", _users(project, batch), mtime)
     hosts = _write_dump(directory, "host.gz", "hosts", _hosts(project, batch), mtime)
     teams = _write_dump(directory, "team.gz", "teams", _teams(project, batch), mtime)
+    deleted_records_expire(project=project, now=now)
+    users_deleted = _write_dump(
+        directory, "user_deleted.gz", "users_deleted", _users_deleted(project, batch), mtime
+    )
+    hosts_deleted = _write_dump(
+        directory, "host_deleted.gz", "hosts_deleted", _hosts_deleted(project, batch), mtime
+    )
     tables = render_tables(
         (
             ("update_time", mtime),
             ("nusers_total", users.count),
             ("nteams_total", teams.count),
             ("nhosts_total", hosts.count),
+            ("nusers_deleted_total", users_deleted.count),
+            ("nhosts_deleted_total", hosts_deleted.count),
             ("total_credit", users.credit),
         )
     )
@@ -158,7 +194,7 @@ def stats_export_write(*, project: Project, now: datetime, batch: int = BATCH) -
 def stats_file_path(project: Project, name: str) -> Path | None:
     """The file to serve for ``/<slug>/stats/<name>``; None for any other name.
 
-    Only the four names above are served, so no request path can reach another file.
+    Only the names above are served, so no request path can reach another file.
     """
     if name not in STATS_FILES or not project.stats_export:
         return None

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.volunteers.models import Account, CreditHistory, Team
+from apps.volunteers.models import Account, CreditHistory, DeletedAccount, Team
 
 
 @admin.register(Account)
@@ -49,3 +49,18 @@ class CreditHistoryAdmin(admin.ModelAdmin):
     raw_id_fields = ["account", "team"]
     list_select_related = ["account", "team"]
     show_full_result_count = False
+
+
+@admin.register(DeletedAccount)
+class DeletedAccountAdmin(admin.ModelAdmin):
+    """Read-only: written when an exported account is deleted, listed by db_dump, then expired."""
+
+    list_display = ["userid", "cpid", "project", "create_time"]
+    list_filter = ["project"]
+    search_fields = ["=userid", "cpid"]
+
+    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False

@@ -105,6 +105,27 @@ class Account(models.Model):
         return hashlib.md5((self.cross_project_id + self.email_addr.lower()).encode()).hexdigest()
 
 
+class DeletedAccount(models.Model):
+    """An exported account that was deleted (BOINC's user_deleted table).
+
+    db_dump lists these so statistics sites drop the user; ``cpid`` is the public
+    cross-project id the user was exported under. Only accounts that were in the export
+    (consent given) are recorded, and records expire (apps.portal.stats_export).
+    """
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    userid = models.BigIntegerField(help_text="The deleted account's id")
+    cpid = models.CharField(max_length=32)
+    create_time = models.DateTimeField(db_index=True, help_text="When the account was deleted")
+
+    class Meta:
+        ordering = ["userid"]
+        constraints = [models.UniqueConstraint(fields=["project", "userid"], name="deleted_account_unique")]
+
+    def __str__(self) -> str:
+        return f"deleted account {self.userid}"
+
+
 class CreditHistory(models.Model):
     """Daily snapshot of a user's or a team's credit, for charts."""
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from lxml import etree
 
-from apps.portal.stats_export import stats_dir, stats_export_write
+from apps.hosts.models import DeletedHost
+from apps.portal.stats_export import DELETED_KEEP_DAYS, stats_dir, stats_export_write
 from apps.portal.tasks import stats_export_task
 from apps.projects.models import DaemonRun
-from apps.volunteers.models import Account
+from apps.volunteers.models import Account, DeletedAccount
 from tests.factories import AccountFactory, HostFactory, ProjectFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -99,6 +101,60 @@ def test_tables_xml_has_the_update_time_and_totals(project, people, now):
     assert outcome.items == 3
 
 
+def test_a_deleted_user_and_their_hosts_are_listed_for_stats_sites(project, people, now):
+    ada, _, _ = people
+    ada_id, cpid, (host,) = ada.id, ada.public_cpid, list(ada.hosts.all())
+    ada.delete()
+    stats_export_write(project=project, now=now)
+    users = read_gz(project, "user_deleted.gz")
+    hosts = read_gz(project, "host_deleted.gz")
+    assert users.tag == "users_deleted"
+    assert [(u.findtext("id"), u.findtext("cpid")) for u in users] == [(str(ada_id), cpid)]
+    assert hosts.tag == "hosts_deleted"
+    assert [(h.findtext("id"), h.findtext("host_cpid")) for h in hosts] == [(str(host.id), host.host_cpid)]
+    assert read_gz(project, "user.gz").findall("user") == []
+
+
+def test_a_deleted_host_alone_is_listed(project, people, now):
+    ada, _, _ = people
+    host = ada.hosts.get()
+    host_id = host.id
+    host.delete()
+    stats_export_write(project=project, now=now)
+    assert [h.findtext("id") for h in read_gz(project, "host_deleted.gz")] == [str(host_id)]
+    assert len(read_gz(project, "user_deleted.gz")) == 0
+
+
+def test_users_who_never_consented_are_not_listed_when_deleted(project, people, now):
+    _, bob, _ = people
+    bob.delete()
+    stats_export_write(project=project, now=now)
+    assert len(read_gz(project, "user_deleted.gz")) == 0
+    assert len(read_gz(project, "host_deleted.gz")) == 0
+
+
+def test_tables_xml_counts_the_deleted(project, people, now):
+    people[0].delete()
+    stats_export_write(project=project, now=now)
+    tables = etree.fromstring((stats_dir(project) / "tables.xml").read_bytes())
+    assert (tables.findtext("nusers_deleted_total"), tables.findtext("nhosts_deleted_total")) == ("1", "1")
+
+
+def test_deletions_are_forgotten_after_the_keep_period(project, people):
+    people[0].delete()
+    deleted_at = DeletedAccount.objects.get().create_time
+    stats_export_write(project=project, now=deleted_at + timedelta(days=DELETED_KEEP_DAYS - 1))
+    assert len(read_gz(project, "user_deleted.gz")) == 1
+    stats_export_write(project=project, now=deleted_at + timedelta(days=DELETED_KEEP_DAYS, seconds=1))
+    assert len(read_gz(project, "user_deleted.gz")) == 0
+    assert (DeletedAccount.objects.count(), DeletedHost.objects.count()) == (0, 0)
+
+
+def test_deleting_a_project_leaves_no_deletion_records(project, people):
+    project.delete()
+    assert (DeletedAccount.objects.count(), DeletedHost.objects.count()) == (0, 0)
+
+
 def test_files_replace_the_old_ones_and_leave_no_temporary_files(project, people, now):
     stats_export_write(project=project, now=now)
     Account.objects.filter(name="Bob").update(stats_export_consent=True)
@@ -106,9 +162,11 @@ def test_files_replace_the_old_ones_and_leave_no_temporary_files(project, people
     assert len(read_gz(project, "user.gz")) == 2
     assert sorted(p.name for p in stats_dir(project).iterdir()) == [
         "host.gz",
+        "host_deleted.gz",
         "tables.xml",
         "team.gz",
         "user.gz",
+        "user_deleted.gz",
     ]
 
 
@@ -132,8 +190,9 @@ def test_ten_thousand_users_are_read_in_chunks(project, now, django_assert_max_n
         Account(project=project, name=f"u{i}", email_addr=f"u{i}@example.com", authenticator=f"a{i}")
         for i in range(10_500)
     )
-    # 11 chunks of users, one of hosts, one of teams (plus savepoint noise).
-    with django_assert_max_num_queries(16):
+    # 11 chunks of users, one each of hosts, teams, deleted users and deleted hosts, two
+    # deletes of expired records (plus savepoint noise).
+    with django_assert_max_num_queries(20):
         outcome = stats_export_write(project=project, now=now)
     assert outcome.message.startswith("10500 users")
     assert len(read_gz(project, "user.gz")) == 10_500
@@ -178,7 +237,7 @@ def test_serving_is_read_only_and_needs_an_export(client, project, people, now):
 def test_project_home_links_the_files(client, project):
     body = client.get("/stats/").content.decode()
     assert "Statistics export" in body
-    for name in ("tables.xml", "user.gz", "host.gz", "team.gz"):
+    for name in ("tables.xml", "user.gz", "host.gz", "team.gz", "user_deleted.gz", "host_deleted.gz"):
         assert f'href="/stats/stats/{name}"' in body
     assert 'href="/stats/app_version_scales.xml"' in body
     assert 'href="/api/v1/projects/stats/app_version_scales/"' in body
@@ -202,3 +261,16 @@ def test_task_exports_every_project_that_has_not_paused_db_dump(project, people)
     assert (stats_dir(project) / "tables.xml").exists()
     assert not stats_dir(paused).exists()
     assert DaemonRun.objects.filter(daemon="db_dump").count() == 1
+
+
+def test_admins_see_deleted_users_and_hosts_but_cannot_edit_them(admin_client, project, people):
+    ada, _, _ = people
+    ada_id, host_id = ada.id, ada.hosts.get().id
+    ada.delete()
+    users = admin_client.get("/admin/volunteers/deletedaccount/")
+    hosts = admin_client.get("/admin/hosts/deletedhost/")
+    assert ada.public_cpid in users.content.decode()
+    assert f">{host_id}<" in hosts.content.decode()
+    assert admin_client.get("/admin/volunteers/deletedaccount/add/").status_code == 403
+    record = DeletedAccount.objects.get(userid=ada_id)
+    assert admin_client.post(f"/admin/volunteers/deletedaccount/{record.pk}/change/", {}).status_code == 403

@@ -1,5 +1,5 @@
 """BOINC's db_dump: write a project's statistics export (user.gz, host.gz, team.gz,
-tables.xml) now, as the periodic task ``portal.stats_export`` does; recorded as a
+user_deleted.gz, host_deleted.gz, tables.xml) now, as the periodic task ``portal.stats_export`` does; recorded as a
 DaemonRun "db_dump". Without --project, every project that has not paused db_dump.
 """
 
