@@ -145,8 +145,9 @@ else:
             {"server_side_binding": True, "prepare_threshold": 2}
         )
     # How many prepared statements a connection keeps (psycopg's default is 100). The RPC's
-    # IN lists give each list length its own statement; past the limit psycopg deallocates
-    # and prepares again, which measured ~15 % more database CPU per RPC than keeping them.
+    # own lists travel as arrays (apps.core.db.any_of), but the ORM's IN lists still give
+    # each length its own statement; past the limit psycopg deallocates and prepares again,
+    # which measured ~15 % more database CPU per RPC than keeping them.
     DATABASE_PREPARED_MAX = env_int("DATABASE_PREPARED_MAX", 1000)
     # One test database per process, so concurrent test runs on one server never collide.
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default'].get('NAME') or 'db'}_{os.getpid()}"}

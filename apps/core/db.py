@@ -230,3 +230,17 @@ def execute_many(sql: str, param_sets: Sequence[Sequence[Any]]) -> None:
 def placeholders(values: Sequence[Any]) -> str:
     """``%s, %s, ...`` for an IN list (never empty: callers check first)."""
     return ", ".join(["%s"] * len(values))
+
+
+def any_of(column: str, values: Sequence[Any], sql_type: str) -> tuple[str, list[Any]]:
+    """``column`` is one of ``values``: the SQL and its parameters.
+
+    On PostgreSQL ``column = ANY(%s::type[])`` with the list as one array: one statement
+    whatever the list's length, so it is prepared and planned once per connection. An IN
+    list makes a statement per length (dozens for a host's task list), each planned
+    again, and some lengths drew generic plans 20 times slower (measured). Elsewhere an
+    IN list. ``values`` is never empty (callers check first).
+    """
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s::{sql_type}[])", [list(values)]
+    return f"{column} IN ({placeholders(values)})", list(values)

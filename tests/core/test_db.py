@@ -9,7 +9,7 @@ from django.db.models import DEFERRED
 from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 
-from apps.core.db import ModelColumns, execute, fetch_rows, statement_cursor, update_rows
+from apps.core.db import ModelColumns, any_of, execute, fetch_rows, statement_cursor, update_rows
 from apps.hosts.models import Host
 from apps.projects.models import Project
 from tests.factories import HostFactory, ProjectFactory
@@ -144,3 +144,18 @@ def test_statements_are_recorded_while_queries_are_captured():
         fetch_rows("SELECT 3")
         execute("SELECT 4")
     assert [q["sql"] for q in queries.captured_queries] == ["SELECT 3", "SELECT 4"]
+
+
+def test_any_of_matches_the_listed_values():
+    hosts = [HostFactory(domain_name=f"any-{i}") for i in range(4)]
+    named, params = any_of("h.domain_name", ["any-1", "any-3", "nobody"], "text")
+    rows = fetch_rows(f"SELECT h.id FROM hosts_host h WHERE {named} ORDER BY h.id", params)
+    assert [r[0] for r in rows] == [hosts[1].id, hosts[3].id]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="one array parameter on PostgreSQL only")
+def test_any_of_is_one_statement_whatever_the_length_on_postgresql():
+    short, _ = any_of("h.id", [1], "bigint")
+    long, params = any_of("h.id", list(range(50)), "bigint")
+    assert short == long
+    assert params == [list(range(50))]

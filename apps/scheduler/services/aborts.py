@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.core.db import fetch_rows, placeholders
+from apps.core.db import any_of, fetch_rows
 from apps.scheduler.services.context import RpcContext
 from apps.work.domain.states import Outcome, ServerState
 
@@ -21,14 +21,14 @@ def results_to_abort(ctx: RpcContext) -> None:
     host = ctx.host
     assert host is not None
     names = [o.name for o in others]
+    named, params = any_of("r.name", names, "text")
     # name -> (host_id, server_state, outcome, workunit error_mask, canonical_result_id)
     rows = {
         row[0]: row[1:]
         for row in fetch_rows(
             "SELECT r.name, r.host_id, r.server_state, r.outcome, w.error_mask, w.canonical_result_id"
-            " FROM work_result r JOIN work_workunit w ON w.id = r.workunit_id"
-            f" WHERE r.project_id = %s AND r.name IN ({placeholders(names)})",
-            [ctx.project.id, *names],
+            f" FROM work_result r JOIN work_workunit w ON w.id = r.workunit_id WHERE r.project_id = %s AND {named}",
+            [ctx.project.id, *params],
         )
     }
     for name in names:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apps.applications.models import AppVersion
-from apps.core.db import ModelColumns, fetch_rows, placeholders
+from apps.core.db import ModelColumns, any_of, fetch_rows
 from apps.core.domain.signing import sign_upload_certificate
 from apps.protocol import (
     SCHEDULER_VERSION,
@@ -91,12 +91,11 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
     workunits, results = [], []
     wu_ids = {job.result.workunit_id for job in ctx.sent}
     refs_by_wu: dict[int, list[WorkunitFileRef]] = {}
-    ids = list(wu_ids)
+    of_workunits, params = any_of("fr.workunit_id", list(wu_ids), "bigint")
     for row in fetch_rows(
         f"SELECT {_REF.sql()}, {_INPUT.sql()} FROM work_workunitfileref fr"
-        " JOIN work_inputfile f ON f.id = fr.file_id"
-        f" WHERE fr.workunit_id IN ({placeholders(ids)}) ORDER BY fr.ordinal, fr.id",
-        ids,
+        f" JOIN work_inputfile f ON f.id = fr.file_id WHERE {of_workunits} ORDER BY fr.ordinal, fr.id",
+        params,
     ):
         ref = _REF.build(row)
         ref.file = _INPUT.build(row, _REF.width)
@@ -107,11 +106,10 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
 
     own_states = sequence_state_outputs(ctx, {r.file.name for refs in refs_by_wu.values() for r in refs})
     outputs_by_result: dict[int, list[OutputFile]] = {}
-    result_ids = [j.result.id for j in ctx.sent]
+    of_results, params = any_of("o.result_id", [j.result.id for j in ctx.sent], "bigint")
     for row in fetch_rows(
-        f"SELECT {_OUTPUT.sql()} FROM work_outputfile o"
-        f" WHERE o.result_id IN ({placeholders(result_ids)}) ORDER BY o.ordinal, o.id",
-        result_ids,
+        f"SELECT {_OUTPUT.sql()} FROM work_outputfile o WHERE {of_results} ORDER BY o.ordinal, o.id",
+        params,
     ):
         output = _OUTPUT.build(row)
         outputs_by_result.setdefault(output.result_id, []).append(output)

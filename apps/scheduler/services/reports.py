@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import ModelColumns, execute, execute_many, placeholders, update_rows
+from apps.core.db import ModelColumns, any_of, execute, execute_many, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -106,9 +106,10 @@ def results_report(ctx: RpcContext) -> list[Result]:
 def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
     """The reported results by name, locked, with their workunits and (cached) versions."""
     lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    named, params = any_of("r.name", names, "text")
     found = results_with_workunits(
-        f"r.project_id = %s AND r.name IN ({placeholders(names)})",
-        [ctx.project.id, *names],
+        f"r.project_id = %s AND {named}",
+        [ctx.project.id, *params],
         tail=lock,
         columns=REPORTED_COLUMNS,
     )
