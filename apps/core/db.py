@@ -238,7 +238,7 @@ def any_of(column: str, values: Sequence[Any], sql_type: str) -> tuple[str, list
     On PostgreSQL ``column = ANY(%s::type[])`` with the list as one array: one statement
     whatever the list's length, so it is prepared and planned once per connection. An IN
     list makes a statement per length (dozens for a host's task list), each planned
-    again, and some lengths drew generic plans 20 times slower (measured). Elsewhere an
+    again, and some lengths drew plans 15 times slower than the others (measured). Elsewhere an
     IN list. ``values`` is never empty (callers check first).
     """
     if connection.vendor == "postgresql":
