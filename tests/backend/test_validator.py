@@ -172,3 +172,24 @@ def test_a_validator_that_dies_after_its_claim_leaves_the_workunit_to_be_flagged
     workunits_validate(project=project, now=at + timedelta(minutes=12))
     wu.refresh_from_db()
     assert wu.canonical_result_id is not None
+
+
+# Validating a workunit reads and writes each table it touches once, whatever the number
+# of results. The pass: apps, workunit ids, claim. The workunit: results (locked), the
+# workunit, outputs, UNSENT siblings, hosts, app versions, host_app_versions and their
+# write, the versions' and hosts' writes, accounts, teams, per-app credit (both tables),
+# the accounts' and teams' writes, the per-app and history inserts (every row is new
+# here), history, the results' and the workunit's writes; the test's transaction turns
+# BEGIN/COMMIT into a savepoint pair. 36 before the reads and writes were batched.
+MAX_VALIDATION_STATEMENTS = 26
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_validation_statements_do_not_grow_with_the_number_of_results(
+    project, app, version, hosts, now, replicas, django_assert_max_num_queries
+):
+    wu = _reported(project, app, version, hosts, now, [b"5\n"] * replicas, target_nresults=replicas)
+    with django_assert_max_num_queries(MAX_VALIDATION_STATEMENTS):
+        outcome = workunits_validate(project=project, now=now + timedelta(minutes=12))
+    assert outcome.items == 1
+    assert _states(wu) == [ValidateState.VALID] * replicas

@@ -9,12 +9,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from typing import Any
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.db.models import Model
+from django.db.models.signals import post_save
 
 from apps.applications.models import App, AppVersion
+from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
 from apps.core.domain.resources import ANONYMOUS_CODES, COBBLESTONE_SCALE, ProcType
 from apps.credit.convert import (
     app_version_stats,
@@ -36,6 +37,17 @@ from apps.hosts.models import Host, HostAppVersion
 from apps.volunteers.models import Account, CreditHistory, Team
 
 logger = logging.getLogger(__name__)
+
+# What credit reads and writes of the wide host, account and team rows (the rest is deferred).
+CREDIT_FIELDS = ["total_credit", "expavg_credit", "expavg_time"]
+_HOST = ModelColumns(Host, "t", ["id", *CREDIT_FIELDS])
+_ACCOUNT = ModelColumns(Account, "t", ["id", "project", "team", *CREDIT_FIELDS])
+_TEAM = ModelColumns(Team, "t", ["id", "project", *CREDIT_FIELDS])
+_VERSION_FIELDS = ["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"]
+_APP_CREDIT_FIELDS = ["njobs", "total", "expavg", "expavg_time"]
+_USER_APP = ModelColumns(UserAppCredit, "c")
+_TEAM_APP = ModelColumns(TeamAppCredit, "c")
+_HISTORY = ModelColumns(CreditHistory, "h")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +147,9 @@ def _add_credit(row: Host | Account | Team | AppVersion, amount: float, now: flo
     )
 
 
-def credit_grant(*, workunit: CreditWorkunit, jobs: Sequence[CreditJob], now: datetime) -> list[ResultCredit]:
+def credit_grant(
+    *, workunit: CreditWorkunit, jobs: Sequence[CreditJob], now: datetime, app: App | None = None
+) -> list[ResultCredit]:
     """Credit for the newly valid results of one workunit (seed 003 "Validator changes").
 
     Per result: the host_app_version takes the valid outcome (probation, error rate) and
@@ -146,16 +160,23 @@ def credit_grant(*, workunit: CreditWorkunit, jobs: Sequence[CreditJob], now: da
     project keeps per-app credit, to the day's credit history and to the app version's
     recent average. Call it inside the validator's transaction, so a workunit's credit is
     granted exactly when its validation commits.
+
+    ``app`` (with its project) is the workunit's app if the caller has read it in this
+    transaction already. Each table is read once and written once, whatever the number of
+    jobs: the validator runs this for every workunit.
     """
     if not jobs:
         return []
     now_unix = now.timestamp()
-    with transaction.atomic():
-        app = App.objects.select_related("project").get(id=workunit.app_id)
+    # No savepoint: inside the validator's transaction a failure rolls back the whole
+    # workunit anyway, and a savepoint costs two more round trips per workunit.
+    with transaction.atomic(savepoint=False):
+        if app is None or app.pk != workunit.app_id:
+            app = App.objects.select_related("project").get(id=workunit.app_id)
         policy = credit_policy(app)
         # Hosts first: a host's scheduler RPC holds its row for the whole request, and waiting
         # for it must not also hold up every other validator on the app version's row.
-        hosts = locked_rows(Host, (j.host_id for j in jobs))
+        hosts = locked_rows(Host, (j.host_id for j in jobs), _HOST)
         versions = locked_rows(AppVersion, (j.app_version_id for j in jobs))
         havs = _havs_for(app, jobs, versions)
         claims: list[PfcClaim] = []
@@ -163,14 +184,13 @@ def credit_grant(*, workunit: CreditWorkunit, jobs: Sequence[CreditJob], now: da
         for job in jobs:
             claims.append(_claim_one(job, workunit, app, policy, versions, av_stats, havs, now_unix))
         amount = _grant_amount(workunit, claims, app, policy)
-        if havs:
-            HostAppVersion.objects.bulk_update(list(havs.values()), HAV_VALIDATOR_FIELDS)
-        _write_versions(versions, av_stats, jobs, amount, now_unix)
+        update_rows(HostAppVersion, list(havs.values()), HAV_VALIDATOR_FIELDS)
+        _write_versions(app, versions, av_stats, jobs, amount, now_unix)
         for job in jobs:
             host = hosts.get(job.host_id) if job.host_id else None
             if host is not None:
                 _add_credit(host, amount, now_unix, job.sent_time)
-        Host.objects.bulk_update(list(hosts.values()), ["total_credit", "expavg_credit", "expavg_time"])
+        update_rows(Host, list(hosts.values()), CREDIT_FIELDS)
         _grant_to_users(app, jobs, amount, now, now_unix)
     return [
         ResultCredit(
@@ -243,6 +263,7 @@ def _claim_one(
 
 
 def _write_versions(
+    app: App,
     versions: dict[int, Model],
     av_stats: dict[int, AppVersionStats],
     jobs: Sequence[CreditJob],
@@ -258,18 +279,32 @@ def _write_versions(
         # pfc_scale is the feeder's; only the average and the recent credit are written.
         version.pfc = av_stats[version_id].pfc
         _add_credit(version, credit_by_version[version_id], now, now)
-        version.save(update_fields=["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"])
+    update_rows(AppVersion, list(versions.values()), _VERSION_FIELDS)
+    # As save() would: the scheduler's catalog drops this process's cached versions (their
+    # pfc averages) on AppVersion saves. Its receiver looks at version.app: give it the app
+    # already loaded rather than a query per version.
+    for version in versions.values():
+        assert isinstance(version, AppVersion)
+        if version.app_id == app.pk:
+            version.app = app
+        post_save.send(
+            sender=AppVersion,
+            instance=version,
+            created=False,
+            update_fields=frozenset(_VERSION_FIELDS),
+            raw=False,
+            using=DEFAULT_DB_ALIAS,
+        )
 
 
 def _grant_to_users(
     app: App, jobs: Sequence[CreditJob], amount: float, now: datetime, now_unix: float
 ) -> None:
-    """Users, their teams, per-app credit and the day's history, in a few bulk statements."""
-    accounts = locked_rows(Account, (j.account_id for j in jobs))
-    teams = locked_rows(Team, (a.team_id for a in accounts.values() if isinstance(a, Account)))
+    """Users, their teams, per-app credit and the day's history, one statement per table."""
+    accounts = locked_rows(Account, (j.account_id for j in jobs), _ACCOUNT)
+    teams = locked_rows(Team, (a.team_id for a in accounts.values() if isinstance(a, Account)), _TEAM)
     by_app = app.project.credit_by_app
-    user_app = _app_credit_rows(UserAppCredit, "account", accounts, app) if by_app else {}
-    team_app = _app_credit_rows(TeamAppCredit, "team", teams, app) if by_app else {}
+    user_app, team_app = _app_credit_rows(app, accounts, teams) if by_app else ({}, {})
     for job in jobs:
         account = accounts.get(job.account_id) if job.account_id else None
         if not isinstance(account, Account):
@@ -282,58 +317,86 @@ def _grant_to_users(
             _add_app_credit(user_app[account.pk], amount, now_unix, job.sent_time)
             if team is not None:
                 _add_app_credit(team_app[team.pk], amount, now_unix, job.sent_time)
-    fields = ["total_credit", "expavg_credit", "expavg_time"]
-    Account.objects.bulk_update(list(accounts.values()), fields)
-    Team.objects.bulk_update(list(teams.values()), fields)
-    app_fields = ["njobs", "total", "expavg", "expavg_time"]
-    UserAppCredit.objects.bulk_update(list(user_app.values()), app_fields)
-    TeamAppCredit.objects.bulk_update(list(team_app.values()), app_fields)
-    _history(now.date(), "account", accounts)
-    _history(now.date(), "team", teams)
+    update_rows(Account, list(accounts.values()), CREDIT_FIELDS)
+    update_rows(Team, list(teams.values()), CREDIT_FIELDS)
+    for model, rows in ((UserAppCredit, user_app), (TeamAppCredit, team_app)):
+        # A row made by _app_credit_rows is inserted with its credit, not inserted then updated.
+        new = [r for r in rows.values() if r._state.adding]
+        update_rows(model, [r for r in rows.values() if not r._state.adding], _APP_CREDIT_FIELDS)
+        model.objects.bulk_create(new)
+    _history(now.date(), accounts, teams)
 
 
 def _app_credit_rows(
-    model: type[UserAppCredit] | type[TeamAppCredit], owner: str, owners: dict[int, Model], app: App
-) -> dict[int, Any]:
-    """The owners' per-app rows, created where missing (the owners are locked, so no race)."""
-    if not owners:
-        return {}
-    rows = {
-        getattr(r, f"{owner}_id"): r
-        for r in model.objects.filter(app=app, **{f"{owner}_id__in": list(owners)})
-    }
-    missing = [model(app=app, **{f"{owner}_id": pk}) for pk in owners if pk not in rows]
-    for row in model.objects.bulk_create(missing):
-        rows[getattr(row, f"{owner}_id")] = row
-    return rows
-
-
-def _history(day: date, owner: str, owners: dict[int, Model]) -> None:
-    """The day's CreditHistory row of each owner (account or team) holds its current credit."""
-    if not owners:
-        return
-    existing = {
-        getattr(h, f"{owner}_id"): h
-        for h in CreditHistory.objects.filter(day=day, **{f"{owner}_id__in": list(owners)})
-    }
-    new = []
-    for pk, row in owners.items():
-        assert isinstance(row, Account | Team)
-        h = existing.get(pk)
-        if h is None:
-            new.append(
-                CreditHistory(
-                    project_id=row.project_id,
-                    day=day,
-                    total_credit=row.total_credit,
-                    expavg_credit=row.expavg_credit,
-                    **{f"{owner}_id": pk},
-                )
+    app: App, accounts: dict[int, Model], teams: dict[int, Model]
+) -> tuple[dict[int, UserAppCredit], dict[int, TeamAppCredit]]:
+    """The accounts' and teams' per-app rows, by owner id, read in one statement (both tables
+    have the same columns in the same order); a missing one is made here, unsaved (the
+    owners are locked, so no other validator makes it meanwhile)."""
+    parts, params = [], []
+    for kind, (cols, owner, owners) in enumerate(
+        ((_USER_APP, "account_id", accounts), (_TEAM_APP, "team_id", teams))
+    ):
+        if owners:
+            table = connection.ops.quote_name(cols.model._meta.db_table)
+            parts.append(
+                f"SELECT {kind}, {cols.sql()} FROM {table} c WHERE c.app_id = %s AND c.{owner} IN ({placeholders(owners)})"
             )
+            params += [app.pk, *owners]
+    user_app: dict[int, UserAppCredit] = {}
+    team_app: dict[int, TeamAppCredit] = {}
+    for row in fetch_rows(" UNION ALL ".join(parts), params) if parts else ():
+        if row[0] == 0:
+            u = _USER_APP.build(row, 1)
+            user_app[u.account_id] = u
         else:
-            h.total_credit, h.expavg_credit = row.total_credit, row.expavg_credit
+            t = _TEAM_APP.build(row, 1)
+            team_app[t.team_id] = t
+    # Made in the owners' (id) order, so the inserted rows get their ids in that order.
+    user_app = {pk: user_app.get(pk) or UserAppCredit(app=app, account_id=pk) for pk in accounts}
+    team_app = {pk: team_app.get(pk) or TeamAppCredit(app=app, team_id=pk) for pk in teams}
+    return user_app, team_app
+
+
+def _history(day: date, accounts: dict[int, Model], teams: dict[int, Model]) -> None:
+    """The day's CreditHistory row of each account and team holds its current credit: one
+    read for both owners, one insert of the missing rows, one update of the others."""
+    if not accounts and not teams:
+        return
+    conds, params = [], [CreditHistory._meta.get_field("day").get_db_prep_value(day, connection)]
+    for column, owners in (("account_id", accounts), ("team_id", teams)):
+        if owners:
+            conds.append(f"h.{column} IN ({placeholders(owners)})")
+            params += list(owners)
+    table = connection.ops.quote_name(CreditHistory._meta.db_table)
+    sql = f"SELECT {_HISTORY.sql()} FROM {table} h WHERE h.day = %s AND ({' OR '.join(conds)})"
+    existing: dict[str, dict[int, CreditHistory]] = {"account": {}, "team": {}}
+    for h in (_HISTORY.build(row) for row in fetch_rows(sql, params)):
+        if h.account_id in accounts:
+            existing["account"][h.account_id] = h
+        if h.team_id in teams:
+            existing["team"][h.team_id] = h
+    new: list[CreditHistory] = []
+    changed: dict[int, CreditHistory] = {}
+    for owner, rows in (("account", accounts), ("team", teams)):
+        for pk, row in rows.items():
+            assert isinstance(row, Account | Team)
+            h = existing[owner].get(pk)
+            if h is None:
+                new.append(
+                    CreditHistory(
+                        project_id=row.project_id,
+                        day=day,
+                        total_credit=row.total_credit,
+                        expavg_credit=row.expavg_credit,
+                        **{f"{owner}_id": pk},
+                    )
+                )
+            else:
+                h.total_credit, h.expavg_credit = row.total_credit, row.expavg_credit
+                changed[h.pk] = h
     CreditHistory.objects.bulk_create(new)
-    CreditHistory.objects.bulk_update(list(existing.values()), ["total_credit", "expavg_credit"])
+    update_rows(CreditHistory, list(changed.values()), ["total_credit", "expavg_credit"])
 
 
 def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float, start: float) -> None:

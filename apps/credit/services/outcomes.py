@@ -10,6 +10,7 @@ from datetime import datetime
 from django.db import transaction
 
 from apps.applications.models import App, AppVersion
+from apps.core.db import update_rows
 from apps.credit.convert import (
     credit_policy,
     hav_apply,
@@ -34,13 +35,16 @@ class HostOutcome:
     unreplicated: bool = False
 
 
-def host_app_versions_record_outcomes(*, outcomes: Sequence[HostOutcome], now: datetime) -> int:
+def host_app_versions_record_outcomes(
+    *, outcomes: Sequence[HostOutcome], now: datetime, app: App | None = None
+) -> int:
     """Seed 003 error rate, host punishment and scale probation for judged jobs.
 
     VALID: consecutive valid, probation may end; INVALID: error rate up, consecutive valid
     reset; TIMEOUT: the daily quota loses one job, error rate up, probation (the domain caps
     the host's scale at 1) and the turnaround average takes the delay bound. Returns the
-    number of host_app_version rows updated; jobs without a row are skipped.
+    number of host_app_version rows updated; jobs without a row are skipped. ``app`` (with
+    its project) is one the caller has already read in its transaction; it is not read again.
     """
     if not outcomes:
         return 0
@@ -49,13 +53,15 @@ def host_app_versions_record_outcomes(*, outcomes: Sequence[HostOutcome], now: d
     for o in outcomes:
         by_app[o.app_id].append(o)
     updated = 0
-    with transaction.atomic():
-        apps = {a.id: a for a in App.objects.select_related("project").filter(id__in=by_app)}
+    # No savepoint: the callers' transactions (validator, transitioner) are all or nothing.
+    with transaction.atomic(savepoint=False):
+        apps = {app.pk: app} if app is not None and app.pk in by_app else {}
+        missing = by_app.keys() - apps.keys()
+        if missing:
+            apps |= {a.id: a for a in App.objects.select_related("project").filter(id__in=missing)}
         for app_id, items in sorted(by_app.items()):
-            app = apps.get(app_id)
-            if app is None:
-                continue
-            updated += _record_for_app(app, items, now_unix)
+            if app_id in apps:
+                updated += _record_for_app(apps[app_id], items, now_unix)
     return updated
 
 
@@ -85,6 +91,5 @@ def _record_for_app(app: App, items: Sequence[HostOutcome], now: float) -> int:
         )
         hav_apply(hav, stats)
         touched[hav.pk] = hav
-    if touched:
-        HostAppVersion.objects.bulk_update(list(touched.values()), HAV_VALIDATOR_FIELDS)
+    update_rows(HostAppVersion, list(touched.values()), HAV_VALIDATOR_FIELDS)
     return len(touched)

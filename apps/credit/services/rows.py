@@ -1,25 +1,60 @@
-"""Row locking shared by the credit services: rows by id in id order, host_app_versions by key."""
+"""Row locking shared by the credit services: rows by id in id order, host_app_versions by key.
+
+The validator locks these once per workunit, so the SELECTs are written by hand
+(apps.core.db): one statement each and no ORM query building, and for wide rows only the
+columns credit reads and writes (``ModelColumns`` with a field list).
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from typing import Any
 
-from django.db.models import Model, Q
+from django.db import connection
+from django.db.models import Model
 
 from apps.applications.models import App
+from apps.core.db import ModelColumns, fetch_rows, placeholders
 from apps.credit.convert import HAV_STAT_FIELDS
 from apps.hosts.models import HostAppVersion
 
 # The validator never changes the daily counter; the scheduler increments it concurrently.
 HAV_VALIDATOR_FIELDS = [f for f in HAV_STAT_FIELDS if f != "n_jobs_today"]
 
+_HAV = ModelColumns(HostAppVersion, "h")
 
-def locked_rows(model: type[Model], ids: Iterable[int | None]) -> dict[int, Model]:
-    """Rows by id, locked FOR UPDATE in id order (the order every locker here uses)."""
+
+@functools.cache
+def _all_columns(model: type[Model]) -> ModelColumns:
+    return ModelColumns(model, "t")
+
+
+def _for_update() -> str:
+    # SQLite has no row locks (Django drops select_for_update there too): its IMMEDIATE
+    # transactions hold the database's write lock from BEGIN.
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+def locked_rows(
+    model: type[Model], ids: Iterable[int | None], columns: ModelColumns | None = None
+) -> dict[int, Any]:
+    """Rows by id, locked FOR UPDATE in id order (the order every locker here uses).
+
+    ``columns`` (aliased ``t``) loads only some fields; the rest are deferred.
+    """
     wanted = sorted({i for i in ids if i is not None})
     if not wanted:
         return {}
-    return {row.pk: row for row in model.objects.select_for_update().filter(id__in=wanted).order_by("id")}
+    cols = columns or _all_columns(model)
+    quote = connection.ops.quote_name
+    pk = f"{quote(cols.alias)}.{quote(model._meta.pk.column)}"
+    sql = (
+        f"SELECT {cols.sql()} FROM {quote(model._meta.db_table)} {quote(cols.alias)} "
+        f"WHERE {pk} IN ({placeholders(wanted)}) ORDER BY {pk}{_for_update()}"
+    )
+    rows = [cols.build(row) for row in fetch_rows(sql, wanted)]
+    return {row.pk: row for row in rows}
 
 
 def hav_key(
@@ -31,13 +66,21 @@ def hav_key(
 def locked_havs(
     app: App, keys: set[tuple[int, int | None, str]]
 ) -> dict[tuple[int, int | None, str], HostAppVersion]:
+    """The host_app_versions of these keys, locked FOR UPDATE in id order."""
     if not keys:
         return {}
-    cond = Q()
-    for host_id, version_id, proc in keys:
+    conds: list[str] = []
+    params: list[Any] = []
+    for host_id, version_id, proc in sorted(keys, key=lambda k: (k[0], k[1] or 0, k[2])):
         if version_id:
-            cond |= Q(host_id=host_id, app_version_id=version_id)
+            conds.append("(h.host_id = %s AND h.app_version_id = %s)")
+            params += [host_id, version_id]
         else:
-            cond |= Q(host_id=host_id, app=app, app_version__isnull=True, anonymous_proc_type=proc)
-    rows = HostAppVersion.objects.select_for_update().filter(cond).order_by("id")
+            conds.append(
+                "(h.host_id = %s AND h.app_id = %s AND h.app_version_id IS NULL AND h.anonymous_proc_type = %s)"
+            )
+            params += [host_id, app.pk, proc]
+    table = connection.ops.quote_name(HostAppVersion._meta.db_table)
+    sql = f"SELECT {_HAV.sql()} FROM {table} h WHERE {' OR '.join(conds)} ORDER BY h.id{_for_update()}"
+    rows = [_HAV.build(row) for row in fetch_rows(sql, params)]
     return {hav_key(h.host_id, h.app_version_id, h.anonymous_proc_type): h for h in rows}

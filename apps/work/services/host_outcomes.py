@@ -5,15 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from apps.applications.models import App
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
 from apps.work.models import Result
 
 
 def results_record_outcome(
-    results: Iterable[Result], *, outcome: JobOutcome, delay_bound: float, now: datetime
+    results: Iterable[Result],
+    *,
+    outcome: JobOutcome,
+    delay_bound: float,
+    now: datetime,
+    app: App | None = None,
 ) -> None:
-    """Seed 003 error rate, probation and quota for each result's host and app version."""
+    """Seed 003 error rate, probation and quota for each result's host and app version
+    (``app``: the results' app, if the caller has it loaded with its project)."""
     host_app_versions_record_outcomes(
         outcomes=[
             HostOutcome(
@@ -28,4 +35,5 @@ def results_record_outcome(
             if r.host_id is not None
         ],
         now=now,
+        app=app,
     )

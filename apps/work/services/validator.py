@@ -12,9 +12,11 @@ One pass, per app of the project:
    case A (a canonical result exists) compares each new success with it; case B runs
    ``check_set`` for a quorum. A result whose outputs are missing or unreadable gets the
    VALIDATE_ERROR outcome.
-4. Write validate states; for the newly valid results call ``credit_grant`` (host, user, team,
-   app version; case A: the canonical result's credit) and write each result's claimed and
-   granted credit; invalid results count against their host_app_version.
+4. For the newly valid results call ``credit_grant`` (host, user, team, app version; case A:
+   the canonical result's credit), then write each changed result's validate state, outcome
+   and claimed and granted credit in one statement; invalid results count against their
+   host_app_version. Each table is read and written once per workunit, whatever its number
+   of results (the statements run for every workunit are written by hand).
 5. Write the workunit last: canonical result, assimilation, error bits, target_nresults,
    transition_time.
 6. After the commit, a step of a work sequence moves its sequence on (seed 001).
@@ -33,11 +35,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Q, Value, When
+from django.db import connection, transaction
+from django.db.models import Model
 
 from apps.applications.models import App
 from apps.core import clock
+from apps.core.db import ModelColumns, execute, fetch_rows, placeholders, update_rows
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import CreditJob, CreditWorkunit, ResultCredit, credit_grant
 from apps.projects.models import Project
@@ -58,9 +61,37 @@ from apps.work.services.host_outcomes import results_record_outcome
 
 logger = logging.getLogger(__name__)
 
+# What validation changes on a result row: written in one statement per workunit.
+RESULT_FIELDS = [
+    "validate_state",
+    "outcome",
+    "claimed_credit",
+    "granted_credit",
+    "credit_approx",
+    "runtime_outlier",
+]
+
 CLAIM_LEASE = timedelta(minutes=10)
 Payload = tuple[bytes, ...] | None  # one bytes per uploaded output file; None = unreadable
 Compare = Callable[[Payload, Payload], bool]
+
+
+# The statements run for every workunit are written by hand (apps.core.db): building them
+# with the ORM cost more than running them.
+_RESULT = ModelColumns(Result, "r")
+_WORKUNIT = ModelColumns(Workunit, "w")
+_APP = ModelColumns(App, "a")
+_PROJECT = ModelColumns(Project, "p")
+_OUTPUT = ModelColumns(OutputFile, "f", ["id", "result", "name", "ordinal", "optional"])
+
+
+def _table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _db_time(value: datetime) -> object:
+    """A datetime as the ORM would send it (SQLite stores text)."""
+    return Workunit._meta.get_field("transition_time").get_db_prep_save(value, connection)
 
 
 class TransientValidationError(Exception):
@@ -179,17 +210,13 @@ def _sequence_progress(wu_id: int, now: datetime) -> None:
 def _claim(wu_id: int, now: datetime) -> bool:
     """Clear need_validate if still set. transition_time is lowered to a lease: should this
     worker die before committing, the transitioner flags the workunit again then."""
-    lease = now + CLAIM_LEASE
-    return bool(
-        Workunit.objects.filter(id=wu_id, need_validate=True).update(
-            need_validate=False,
-            transition_time=Case(
-                When(Q(transition_time__isnull=True) | Q(transition_time__gt=lease), then=Value(lease)),
-                default=F("transition_time"),
-                output_field=DateTimeField(),
-            ),
-        )
+    lease = _db_time(now + CLAIM_LEASE)
+    sql = (
+        f"UPDATE {_table(Workunit)} SET need_validate = %s, transition_time = CASE WHEN "
+        "transition_time IS NULL OR transition_time > %s THEN %s ELSE transition_time END "
+        "WHERE id = %s AND need_validate = %s"
     )
+    return bool(execute(sql, [False, lease, lease, wu_id, True]))
 
 
 def _retry_later(wu_id: int, now: datetime) -> None:
@@ -202,8 +229,8 @@ def _retry_later(wu_id: int, now: datetime) -> None:
 def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
     """Validate one workunit and grant credit, in one transaction (steps 3-5 of the pass)."""
     with transaction.atomic():
-        rows = list(Result.objects.select_for_update().filter(workunit_id=workunit_id).order_by("id"))
-        wu = Workunit.objects.select_related("app", "project").get(id=workunit_id)
+        rows = _locked_results(workunit_id)
+        wu = _workunit(workunit_id)
         if wu.error_mask:
             return ValidationOutcome(wu.id)  # errored: the transitioner marks results NO_CHECK
         comparison = comparison_for(wu.app)
@@ -222,6 +249,33 @@ def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
             now=now.timestamp(),
         )
         return _apply(wu, rows, plan, now, canonical_credit=None)
+
+
+def _locked_results(workunit_id: int) -> list[Result]:
+    """The workunit's results, locked FOR UPDATE in id order, as the transitioner locks them
+    (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock)."""
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    sql = f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE r.workunit_id = %s ORDER BY r.id{lock}"
+    return [_RESULT.build(row) for row in fetch_rows(sql, [workunit_id])]
+
+
+def _workunit(workunit_id: int) -> Workunit:
+    """The workunit with its app and project; the app's project is the workunit's row (credit
+    reads app.project)."""
+    sql = (
+        f"SELECT {_WORKUNIT.sql()}, {_APP.sql()}, {_PROJECT.sql()} FROM {_table(Workunit)} w "
+        f"JOIN {_table(App)} a ON a.id = w.app_id JOIN {_table(Project)} p ON p.id = w.project_id "
+        "WHERE w.id = %s"
+    )
+    rows = fetch_rows(sql, [workunit_id])
+    if not rows:
+        raise Workunit.DoesNotExist(f"workunit {workunit_id} does not exist")
+    wu = _WORKUNIT.build(rows[0])
+    wu.app = _APP.build(rows[0], _WORKUNIT.width)
+    wu.project = _PROJECT.build(rows[0], _WORKUNIT.width + _APP.width)
+    if wu.app.project_id == wu.project_id:
+        wu.app.project = wu.project
+    return wu
 
 
 def _case_a(
@@ -274,7 +328,12 @@ def _payloads(project: Project, results: Sequence[Result], comparison: Compariso
     if not upload_dir.is_dir():
         raise TransientValidationError(f"upload area {upload_dir} is not readable")
     files: dict[int, list[OutputFile]] = {r.id: [] for r in results}
-    for f in OutputFile.objects.filter(result_id__in=files, upload=True).order_by("result_id", "ordinal"):
+    sql = (
+        f"SELECT {_OUTPUT.sql()} FROM {_table(OutputFile)} f "
+        f"WHERE f.result_id IN ({placeholders(list(files))}) AND f.upload = %s ORDER BY f.result_id, f.ordinal"
+    )
+    for row in fetch_rows(sql, [*files, True]):
+        f = _OUTPUT.build(row)
         files[f.result_id].append(f)
     return {result_id: _read(upload_dir, outputs) for result_id, outputs in files.items()}
 
@@ -301,22 +360,30 @@ def _apply(
 ) -> ValidationOutcome:
     outcome = plan.outcome
     states = dict(outcome.validate_states)
-    for state in set(states.values()):
-        Result.objects.filter(id__in=[i for i, s in states.items() if s == state]).update(
-            validate_state=state
-        )
-    if outcome.validate_error_result_ids:
-        Result.objects.filter(id__in=outcome.validate_error_result_ids).update(
-            outcome=Outcome.VALIDATE_ERROR, validate_state=VS.INVALID
-        )
-    if plan.unsent_didnt_need:
-        Result.objects.filter(
-            workunit_id=wu.id, server_state__in=[ServerState.UNSENT, ServerState.INACTIVE]
-        ).update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
     by_id = {r.id: r for r in rows}
+    # The rows are locked: their new states and credit are set here and written together
+    # in one statement below (RESULT_FIELDS), not one UPDATE per state and one for credit.
+    for result_id, state in states.items():
+        by_id[result_id].validate_state = state
+    for result_id in outcome.validate_error_result_ids:
+        by_id[result_id].outcome, by_id[result_id].validate_state = Outcome.VALIDATE_ERROR, VS.INVALID
+    if plan.unsent_didnt_need:
+        execute(
+            f"UPDATE {_table(Result)} SET server_state = %s, outcome = %s "
+            "WHERE workunit_id = %s AND server_state IN (%s, %s)",
+            [
+                int(ServerState.OVER),
+                int(Outcome.DIDNT_NEED),
+                wu.id,
+                int(ServerState.UNSENT),
+                int(ServerState.INACTIVE),
+            ],
+        )
     valid = [by_id[i] for i, s in states.items() if s == VS.VALID]
     invalid = [by_id[i] for i, s in states.items() if s == VS.INVALID]
     credits = _grant(wu, valid, now, canonical_credit)
+    changed = sorted({*states, *outcome.validate_error_result_ids})
+    update_rows(Result, [by_id[i] for i in changed], RESULT_FIELDS)
     _record_invalid(wu, invalid, now)
     _write_workunit(wu, rows, plan, credits, now)
     return ValidationOutcome(
@@ -358,37 +425,36 @@ def _grant(
             for r in valid
         ],
         now=now,
+        app=wu.app,
     )
-    for r, c in zip(valid, credits, strict=True):
+    for r, c in zip(valid, credits, strict=True):  # written by _apply with the states
         r.claimed_credit, r.granted_credit = c.claimed_credit, c.granted_credit
         r.credit_approx, r.runtime_outlier = c.credit_approx, c.runtime_outlier
-    Result.objects.bulk_update(
-        valid, ["claimed_credit", "granted_credit", "credit_approx", "runtime_outlier"]
-    )
     return {c.result_id: c for c in credits}
 
 
 def _record_invalid(wu: Workunit, invalid: list[Result], now: datetime) -> None:
-    results_record_outcome(invalid, outcome=JobOutcome.INVALID, delay_bound=wu.delay_bound, now=now)
+    results_record_outcome(
+        invalid, outcome=JobOutcome.INVALID, delay_bound=wu.delay_bound, now=now, app=wu.app
+    )
 
 
 def _write_workunit(
     wu: Workunit, rows: list[Result], plan: ValidationPlan, credits: dict[int, ResultCredit], now: datetime
 ) -> None:
-    changes: dict[str, object] = {"need_validate": False}
+    sets, params = ["need_validate = %s"], [False]
     if plan.canonical_result_id is not None:
-        changes["canonical_result_id"] = plan.canonical_result_id
-        changes["canonical_credit"] = credits[plan.canonical_result_id].granted_credit
+        sets += ["canonical_result_id = %s", "canonical_credit = %s"]
+        params += [plan.canonical_result_id, credits[plan.canonical_result_id].granted_credit]
     if plan.assimilate_ready:
-        changes["assimilate_state"] = Case(
-            When(assimilate_state=AssimilateState.INIT, then=Value(int(AssimilateState.READY))),
-            default=F("assimilate_state"),
-            output_field=PositiveSmallIntegerField(),
-        )
+        sets.append("assimilate_state = CASE WHEN assimilate_state = %s THEN %s ELSE assimilate_state END")
+        params += [int(AssimilateState.INIT), int(AssimilateState.READY)]
     if plan.error_mask_set:
-        changes["error_mask"] = F("error_mask").bitor(int(plan.error_mask_set))
+        sets.append("error_mask = error_mask | %s")
+        params.append(int(plan.error_mask_set))
     if plan.target_nresults is not None:
-        changes["target_nresults"] = plan.target_nresults
+        sets.append("target_nresults = %s")
+        params.append(plan.target_nresults)
     when = plan.transition_time
     if plan.canonical_result_id is not None:
         # BOINC sets "never" here; a replica still in progress keeps its time-out so the
@@ -401,8 +467,7 @@ def _write_workunit(
         ]
         when = min(pending, default=TRANSITION_NEVER)
     if when is not None:
-        changes["transition_time"] = None if when >= TRANSITION_NEVER else clock.from_unix(when)
-    query = Workunit.objects.filter(id=wu.id)
-    if plan.canonical_result_id is not None:
-        query = query.filter(canonical_result__isnull=True)
-    query.update(**changes)
+        sets.append("transition_time = %s")
+        params.append(None if when >= TRANSITION_NEVER else _db_time(clock.from_unix(when)))
+    where = "id = %s AND canonical_result_id IS NULL" if plan.canonical_result_id is not None else "id = %s"
+    execute(f"UPDATE {_table(Workunit)} SET {', '.join(sets)} WHERE {where}", [*params, wu.id])
