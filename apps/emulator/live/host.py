@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Unpack
 
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import ClientPrefs, ProjectSpec
@@ -19,14 +20,13 @@ from apps.emulator.domain.policies import ClientPolicy, FetchChoice, make_policy
 from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState, SimJob, SimProject
 from apps.emulator.live.rpc import (
-    HostHardware,
+    HostIdentity,
     RpcFailed,
     WireHost,
     WireJob,
     check_reply,
     reply_jobs,
 )
-from apps.emulator.live.wire import Session, UploadGate
 from apps.protocol import SchedulerReply, SchedulerRequest
 
 PROJECT = "live"  # the one project every live host is attached to
@@ -40,33 +40,19 @@ class LiveHost(WireHost):
     def __init__(
         self,
         *,
-        index: int,
-        hardware: HostHardware,
-        master_url: str,
-        authenticator: str,
         policy: str,
         prefs: ClientPrefs,
-        gate: UploadGate,
-        session: Session,
         report_delay: float,
-        seed: int = 1,
+        **identity: Unpack[HostIdentity],
     ) -> None:
-        super().__init__(
-            index=index,
-            hardware=hardware,
-            master_url=master_url,
-            authenticator=authenticator,
-            session=session,
-            gate=gate,
-            seed=seed,
-        )
+        super().__init__(**identity)
         self.report_delay = report_delay
         spec = ProjectSpec(name=PROJECT, resource_share=100.0, apps=())
         self.state = ClientState(
-            host=hardware.spec(),
+            host=self.hardware.spec(),
             prefs=prefs,
             projects={PROJECT: SimProject(spec=spec, attached=True)},
-            rng=random.Random(f"{seed}:{index}:policy"),
+            rng=random.Random(f"{self.seed}:{self.index}:policy"),
         )
         self.policy: ClientPolicy = make_policy(policy, prefs)
         self.policy.attach(self.state, PROJECT)

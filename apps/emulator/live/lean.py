@@ -21,12 +21,14 @@ import heapq
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Unpack
 
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import ClientPrefs
 from apps.emulator.domain.server import WorkRequest
 from apps.emulator.live.rpc import (
     HostHardware,
+    HostIdentity,
     ReplyJob,
     RpcFailed,
     WireHost,
@@ -101,30 +103,16 @@ class LeanHost(WireHost):
     def __init__(
         self,
         *,
-        index: int,
-        hardware: HostHardware,
-        master_url: str,
-        authenticator: str,
-        session: Session,
-        gate: UploadGate,
         prefs: ClientPrefs = LEAN_PREFS,
         interval: float = INTERVAL,
-        seed: int = 1,
+        **identity: Unpack[HostIdentity],
     ) -> None:
-        super().__init__(
-            index=index,
-            hardware=hardware,
-            master_url=master_url,
-            authenticator=authenticator,
-            session=session,
-            gate=gate,
-            seed=seed,
-        )
+        super().__init__(**identity)
         self.prefs = prefs
         self.interval = interval
-        self.instances = {ProcType.CPU: float(hardware.ncpus)}
-        if hardware.ngpus:
-            self.instances[ProcType.NVIDIA] = float(hardware.ngpus)
+        self.instances = {ProcType.CPU: float(self.hardware.ncpus)}
+        if self.hardware.ngpus:
+            self.instances[ProcType.NVIDIA] = float(self.hardware.ngpus)
         self.queues: dict[ProcType, list[QueuedJob]] = {proc: [] for proc in self.instances}
         self.finished: list[WireJob] = []  # reported when the next RPC is made, until acknowledged
         self.request_delay = 0.0

@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict, Unpack
 
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import ClientPrefs, HostSpec, ResourceSpec
@@ -312,6 +313,18 @@ class RpcFailed(Exception):
     """An RPC that got no usable reply (connection, HTTP status or XML); the message says which."""
 
 
+class HostIdentity(TypedDict):
+    """What a ``WireHost`` is made from: which host it is and how it reaches the server."""
+
+    index: int
+    hardware: HostHardware
+    master_url: str
+    authenticator: str
+    session: Session
+    gate: UploadGate
+    seed: NotRequired[int]
+
+
 class WireHost:
     """One emulated host's ids for its project and its side of the scheduler RPC.
 
@@ -320,24 +333,15 @@ class WireHost:
     request, records its latency and reads the reply.
     """
 
-    def __init__(
-        self,
-        *,
-        index: int,
-        hardware: HostHardware,
-        master_url: str,
-        authenticator: str,
-        session: Session,
-        gate: UploadGate,
-        seed: int = 1,
-    ) -> None:
-        self.index = index
-        self.hardware = hardware
-        self.scheduler_url = master_url.rstrip("/") + "/cgi"
-        self.authenticator = authenticator
-        self.session = session
-        self.gate = gate
-        self.rng = random.Random(f"{seed}:{index}")
+    def __init__(self, **identity: Unpack[HostIdentity]) -> None:
+        self.index = identity["index"]
+        self.hardware = identity["hardware"]
+        self.scheduler_url = identity["master_url"].rstrip("/") + "/cgi"
+        self.authenticator = identity["authenticator"]
+        self.session = identity["session"]
+        self.gate = identity["gate"]
+        self.seed = identity.get("seed", 1)
+        self.rng = random.Random(f"{self.seed}:{self.index}")
         self.hostid = 0
         self.rpc_seqno = 0
         self.code_sign_key = ""
