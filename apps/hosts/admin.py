@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from apps.core.admin_base import RecordAdmin
 from apps.hosts import services
 from apps.hosts.models import DeletedHost, Host, HostAppVersion, HostCoproc
 
@@ -105,15 +106,9 @@ class HostAppVersionAdmin(admin.ModelAdmin):
 
 
 @admin.register(DeletedHost)
-class DeletedHostAdmin(admin.ModelAdmin):
+class DeletedHostAdmin(RecordAdmin):
     """Read-only: written when an exported host is deleted, listed by db_dump, then expired."""
 
     list_display = ["hostid", "host_cpid", "project", "create_time"]
     list_filter = ["project"]
     search_fields = ["=hostid", "host_cpid"]
-
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False

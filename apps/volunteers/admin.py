@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from apps.core.admin_base import RecordAdmin
 from apps.volunteers.models import Account, CreditHistory, DeletedAccount, Team
 
 
@@ -52,15 +53,9 @@ class CreditHistoryAdmin(admin.ModelAdmin):
 
 
 @admin.register(DeletedAccount)
-class DeletedAccountAdmin(admin.ModelAdmin):
+class DeletedAccountAdmin(RecordAdmin):
     """Read-only: written when an exported account is deleted, listed by db_dump, then expired."""
 
     list_display = ["userid", "cpid", "project", "create_time"]
     list_filter = ["project"]
     search_fields = ["=userid", "cpid"]
-
-    def has_add_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
-        return False
