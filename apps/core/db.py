@@ -13,7 +13,13 @@ from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
 
-def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields: Sequence[str]) -> None:
+def update_rows(
+    model: type[models.Model],
+    rows: Sequence[models.Model],
+    fields: Sequence[str],
+    *,
+    batch: WriteBatch | None = None,
+) -> None:
     """``UPDATE table SET f=… WHERE id=…`` for each row, in one statement on PostgreSQL.
 
     Django's ``bulk_update`` builds a CASE expression per field and per row, which costs far
@@ -24,6 +30,7 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
     Elsewhere ``executemany`` sends one statement with many parameter sets. Values go through
     each field's own conversion (but plain ints, floats and strings, which it would return
     unchanged: see _PLAIN_TYPES), so dates, enums and JSON are stored as the ORM would.
+    With ``batch`` the statement waits in it until ``batch.flush()``.
     """
     if not rows:
         return
@@ -38,16 +45,98 @@ def update_rows(model: type[models.Model], rows: Sequence[models.Model], fields:
         + [row.pk]
         for row in rows
     ]
-    with statement_cursor() as cursor:
-        if len(params) > 1 and connection.vendor == "postgresql":
-            cursor.execute(
-                _unnest_update_sql(model, tuple(fields)),
-                [list(col) for col in zip(*params, strict=True)],
-            )
-        elif len(params) == 1:  # executemany costs more for one row
-            cursor.execute(_update_sql(model, tuple(fields), connection.vendor), params[0])
+    target = batch if batch is not None else WriteBatch()
+    table, keys = model._meta.db_table, frozenset(row.pk for row in rows)
+    if len(params) > 1 and connection.vendor == "postgresql":
+        sql = _unnest_update_sql(model, tuple(fields))
+        target.add(sql, [list(col) for col in zip(*params, strict=True)], table=table, keys=keys)
+    elif len(params) == 1:  # executemany costs more for one row
+        target.add(_update_sql(model, tuple(fields), connection.vendor), params[0], table=table, keys=keys)
+    else:
+        target.add_many(_update_sql(model, tuple(fields), connection.vendor), params)
+    if batch is None:
+        target.flush()
+
+
+class WriteBatch:
+    """Writes whose effects nothing reads before ``flush()``, sent together then.
+
+    The scheduler RPC writes the host, its reports, their output files, the results it
+    sends, the host_app_version counters and the workunits' transition times: a statement
+    and a round trip each, with the server and PostgreSQL both paying per statement. On
+    PostgreSQL a flush sends them as one statement, each write a data-modifying WITH query,
+    so one parse, bind and execute and one round trip. Other databases run them in order.
+
+    PostgreSQL applies only one of two writes of the same row within one statement, so a
+    write to a table an earlier write of the same flush touches, on rows that may overlap
+    (``keys`` unknown or shared), starts a new statement. Callers flush before anything
+    in the transaction reads what the batch holds.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        # (sql, params, table, keys or None, many)
+        self._items: list[tuple[str, Any, str, frozenset[Any] | None, bool]] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, sql: str, params: Sequence[Any], *, table: str, keys: frozenset[Any] | None = None) -> None:
+        """One statement (an UPDATE or INSERT without RETURNING) on ``table``; ``keys``: the
+        primary keys it writes, when known."""
+        self._items.append((sql, params, table, keys, False))
+
+    def add_many(self, sql: str, param_sets: Sequence[Sequence[Any]]) -> None:
+        """One statement run once per parameter set (never combined with others)."""
+        self._items.append((sql, param_sets, "", None, True))
+
+    def flush(self) -> None:
+        """Run everything the batch holds, in order, and empty it."""
+        items, self._items = self._items, []
+        if not items:
+            return
+        with statement_cursor() as cursor:
+            if connection.vendor != "postgresql":
+                for sql, params, _table, _keys, many in items:
+                    (cursor.executemany if many else cursor.execute)(sql, params)
+                return
+            for group in _statement_groups(items):
+                if len(group) == 1:
+                    sql, params, _table, _keys, many = group[0]
+                    (cursor.executemany if many else cursor.execute)(sql, params)
+                    continue
+                heads = ", ".join(f"w{i} AS ({sql})" for i, (sql, *_rest) in enumerate(group[:-1]))
+                cursor.execute(
+                    f"WITH {heads} {group[-1][0]}",
+                    [value for _sql, params, *_rest in group for value in params],
+                )
+
+
+def _statement_groups(items: list[tuple[str, Any, str, frozenset[Any] | None, bool]]) -> list[list[Any]]:
+    """Consecutive runs of ``items`` that one statement can carry (see WriteBatch)."""
+    groups: list[list[Any]] = []
+    current: list[Any] = []
+    written: dict[str, frozenset[Any] | None] = {}
+    for item in items:
+        _sql, _params, table, keys, many = item
+        clash = many or (
+            table in written
+            and (keys is None or written[table] is None or not keys.isdisjoint(written[table]))
+        )
+        if clash and current:
+            groups.append(current)
+            current, written = [], {}
+        current.append(item)
+        if many:
+            groups.append(current)
+            current, written = [], {}
         else:
-            cursor.executemany(_update_sql(model, tuple(fields), connection.vendor), params)
+            previous = written.get(table, frozenset())
+            written[table] = None if keys is None or previous is None else previous | keys
+    if current:
+        groups.append(current)
+    return groups
 
 
 # Fields whose conversion for the database returns a value of this exact type unchanged

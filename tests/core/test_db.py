@@ -9,7 +9,7 @@ from django.db.models import DEFERRED
 from django.db.models.signals import post_init
 from django.test.utils import CaptureQueriesContext
 
-from apps.core.db import ModelColumns, any_of, execute, fetch_rows, statement_cursor, update_rows
+from apps.core.db import ModelColumns, WriteBatch, any_of, execute, fetch_rows, statement_cursor, update_rows
 from apps.hosts.models import Host
 from apps.projects.models import Project
 from tests.factories import HostFactory, ProjectFactory
@@ -159,3 +159,74 @@ def test_any_of_is_one_statement_whatever_the_length_on_postgresql():
     long, params = any_of("h.id", list(range(50)), "bigint")
     assert short == long
     assert params == [list(range(50))]
+
+
+def test_a_write_batch_waits_for_its_flush():
+    host = HostFactory(domain_name="before")
+    host.domain_name = "after"
+    batch = WriteBatch()
+    update_rows(Host, [host], ["domain_name"], batch=batch)
+    assert Host.objects.get(id=host.id).domain_name == "before"
+    batch.flush()
+    assert Host.objects.get(id=host.id).domain_name == "after"
+    assert len(batch) == 0
+
+
+def test_a_flush_applies_writes_to_several_tables():
+    host = HostFactory(domain_name="h0")
+    project = host.project
+    host.domain_name, project.name = "h1", "renamed"
+    batch = WriteBatch()
+    update_rows(Host, [host], ["domain_name"], batch=batch)
+    update_rows(Project, [project], ["name"], batch=batch)
+    batch.flush()
+    assert Host.objects.get(id=host.id).domain_name == "h1"
+    assert Project.objects.get(id=project.id).name == "renamed"
+
+
+def test_two_writes_of_one_row_in_a_flush_apply_in_order():
+    host = HostFactory(domain_name="first", p_ncpus=1)
+    batch = WriteBatch()
+    host.domain_name = "second"
+    update_rows(Host, [host], ["domain_name"], batch=batch)
+    host.domain_name, host.p_ncpus = "third", 8
+    update_rows(Host, [host], ["domain_name", "p_ncpus"], batch=batch)
+    batch.flush()
+    assert Host.objects.filter(id=host.id).values_list("domain_name", "p_ncpus").get() == ("third", 8)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="writes share a statement on PostgreSQL only")
+def test_writes_to_different_tables_are_one_statement_on_postgresql():
+    hosts = [HostFactory(), HostFactory()]
+    project = hosts[0].project
+    batch = WriteBatch()
+    for host in hosts:
+        host.domain_name = f"renamed-{host.id}"
+    project.name = "renamed"
+    update_rows(Host, hosts, ["domain_name"], batch=batch)
+    update_rows(Project, [project], ["name"], batch=batch)
+    with CaptureQueriesContext(connection) as queries:
+        batch.flush()
+    assert len(queries) == 1
+    assert sorted(
+        Host.objects.filter(id__in=[h.id for h in hosts]).values_list("domain_name", flat=True)
+    ) == sorted(f"renamed-{h.id}" for h in hosts)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="writes share a statement on PostgreSQL only")
+def test_writes_to_disjoint_rows_of_one_table_share_a_statement_and_overlapping_ones_do_not():
+    a, b = HostFactory(domain_name="a"), HostFactory(domain_name="b")
+    batch = WriteBatch()
+    a.domain_name = "a1"
+    update_rows(Host, [a], ["domain_name"], batch=batch)
+    b.domain_name = "b1"
+    update_rows(Host, [b], ["domain_name"], batch=batch)  # other row: same statement
+    a.domain_name = "a2"
+    update_rows(Host, [a], ["domain_name"], batch=batch)  # a again: a second statement
+    with CaptureQueriesContext(connection) as queries:
+        batch.flush()
+    assert len(queries) == 2
+    assert dict(Host.objects.filter(id__in=[a.id, b.id]).values_list("id", "domain_name")) == {
+        a.id: "a2",
+        b.id: "b1",
+    }

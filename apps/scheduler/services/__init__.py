@@ -70,6 +70,7 @@ def scheduler_request_handle(
         ctx.apps = project_catalog(project).apps
         host_app_versions_lock(ctx)
         results_report(ctx)
+        ctx.writes.flush()  # the host and its reports, before anything reads results
         results_to_abort(ctx)
         versions = host_versions(ctx)
         # Issue 7 (seed 001): sequence notices and the two-steps-ahead floor, whatever the request asks.
@@ -77,6 +78,7 @@ def scheduler_request_handle(
         _send_work(ctx, versions)
         host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
         transition_times_save(ctx)  # the reports' ones, if nothing was sent
+        ctx.writes.flush()
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
     return locality_retry_after_commit(ctx, reply)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from apps.applications.models import App
+from apps.core.db import WriteBatch
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
 from apps.protocol import ReplyMessage, SchedulerRequest
@@ -59,6 +60,8 @@ class RpcContext:
     # Workunits whose transition time reports and sends bring forward (the earliest time
     # each), written once by transition_times_save.
     transition_times: dict[int, datetime] = field(default_factory=dict)
+    # Writes nothing reads back before the next flush, sent together (see WriteBatch).
+    writes: WriteBatch = field(default_factory=WriteBatch)
 
     @property
     def now_unix(self) -> float:

@@ -253,15 +253,17 @@ class Dispatcher:
             self.versions.dirty_havs[hav.pk] = hav
 
     def flush(self) -> None:
-        """Write the sent results and the host_app_version counters: one UPDATE each."""
+        """Write the sent results, the host_app_version counters and the transition times
+        (one statement on PostgreSQL, with whatever else the RPC's write batch holds)."""
         if self.sent_results:
-            update_rows(Result, self.sent_results, SEND_FIELDS)
+            update_rows(Result, self.sent_results, SEND_FIELDS, batch=self.ctx.writes)
             self._lower_transition_times()
         new_havs = [h for h in self.versions.havs.values() if h.pk is None]
         if new_havs:
             HostAppVersion.objects.bulk_create(new_havs)
         host_app_versions_save(self.ctx)
         transition_times_save(self.ctx)
+        self.ctx.writes.flush()
 
     def _lower_transition_times(self) -> None:
         """The transitioner must look at each workunit when its new result times out
@@ -273,9 +275,9 @@ class Dispatcher:
 
 
 def transition_times_save(ctx: RpcContext) -> None:
-    """Write the transition times this RPC brought forward, in one statement, and forget them."""
+    """Write the transition times this RPC brought forward (into its write batch) and forget them."""
     if ctx.transition_times:
-        transition_times_lower(ctx.transition_times)
+        transition_times_lower(ctx.transition_times, batch=ctx.writes)
         ctx.transition_times.clear()
 
 

@@ -121,7 +121,7 @@ def host_identify(ctx: RpcContext) -> Host:
     if host.pk is None:
         host.save()
     else:
-        update_rows(Host, [host], [*HOST_FIELDS, "last_rpc_day"])
+        update_rows(Host, [host], [*HOST_FIELDS, "last_rpc_day"], batch=ctx.writes)
     coprocs_update(host, req, coprocs)
     return host
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import ModelColumns, any_of, execute, execute_many, update_rows
+from apps.core.db import ModelColumns, WriteBatch, any_of, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -96,9 +96,9 @@ def results_report(ctx: RpcContext) -> list[Result]:
         _apply_report(ctx, result, report)
         changed.append(result)
     if changed:
-        update_rows(Result, changed, REPORT_FIELDS)
+        update_rows(Result, changed, REPORT_FIELDS, batch=ctx.writes)
         ctx.transition_time_lower((r.workunit_id for r in changed), ctx.now)
-        _output_files_update(changed, reports)
+        _output_files_update(changed, reports, ctx.writes)
         _host_app_versions_update(ctx, changed)
     return changed
 
@@ -137,7 +137,9 @@ def _apply_report(ctx: RpcContext, result: Result, report: ReportedResult) -> No
     result.peak_working_set_size = report.final_peak_working_set_size
 
 
-def _output_files_update(results: list[Result], reports: dict[str, ReportedResult]) -> None:
+def _output_files_update(
+    results: list[Result], reports: dict[str, ReportedResult], batch: WriteBatch
+) -> None:
     """Record the size and MD5 the client computed for outputs the server has not received.
 
     A received file keeps the MD5 the upload handler computed from its bytes: the
@@ -153,14 +155,15 @@ def _output_files_update(results: list[Result], reports: dict[str, ReportedResul
         return
     rows = [(rid, name, md5, nbytes) for (rid, name), (md5, nbytes) in files.items()]
     if connection.vendor == "postgresql":
-        execute(
+        batch.add(
             "UPDATE work_outputfile o SET md5_cksum = v.md5, nbytes = LEAST(o.nbytes, v.nbytes)"
             " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) AS v(result_id, name, md5, nbytes)"
             " WHERE o.result_id = v.result_id AND o.name = v.name AND NOT o.uploaded",
             [list(column) for column in zip(*rows, strict=True)],
+            table="work_outputfile",
         )
         return
-    execute_many(
+    batch.add_many(
         "UPDATE work_outputfile SET md5_cksum = %s, nbytes = MIN(nbytes, %s)"
         " WHERE result_id = %s AND name = %s AND NOT uploaded",
         [(md5, nbytes, rid, name) for rid, name, md5, nbytes in rows],

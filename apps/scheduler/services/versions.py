@@ -108,9 +108,10 @@ def host_app_versions_lock(ctx: RpcContext) -> None:
 
 
 def host_app_versions_save(ctx: RpcContext) -> None:
-    """Write the changed host_app_version rows (their whole statistics) and forget them."""
+    """Write the changed host_app_version rows (their whole statistics, into the RPC's
+    write batch) and forget them."""
     if ctx.dirty_havs:
-        update_rows(HostAppVersion, list(ctx.dirty_havs.values()), HAV_STAT_FIELDS)
+        update_rows(HostAppVersion, list(ctx.dirty_havs.values()), HAV_STAT_FIELDS, batch=ctx.writes)
         ctx.dirty_havs.clear()
 
 

@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Value, When
 
 from apps.core import clock
-from apps.core.db import execute, execute_many
+from apps.core.db import WriteBatch
 from apps.credit.domain.quota import JobOutcome
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -257,26 +257,32 @@ def _is_only_time(plan: TransitionPlan) -> bool:
     )
 
 
-def transition_times_lower(times: Mapping[int, datetime]) -> None:
+def transition_times_lower(times: Mapping[int, datetime], *, batch: WriteBatch | None = None) -> None:
     """Bring each workunit's transition time forward to its given time (never push it back).
 
-    One statement on PostgreSQL (the pairs travel as two arrays), one per workunit elsewhere.
+    One statement on PostgreSQL (the pairs travel as two arrays), one per workunit elsewhere;
+    with ``batch`` it waits there until ``batch.flush()``.
     """
     if not times:
         return
     field = Workunit._meta.get_field("transition_time")
     ids = list(times)
     stamps = [field.get_db_prep_save(times[i], connection) for i in ids]
+    target = batch if batch is not None else WriteBatch()
     if connection.vendor == "postgresql":
-        execute(
+        target.add(
             "UPDATE work_workunit w SET transition_time = v.t"
             " FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, t)"
             " WHERE w.id = v.id AND (w.transition_time IS NULL OR w.transition_time > v.t)",
             [ids, stamps],
+            table=Workunit._meta.db_table,
+            keys=frozenset(ids),
         )
-        return
-    execute_many(
-        "UPDATE work_workunit SET transition_time = %s"
-        " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
-        [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
-    )
+    else:
+        target.add_many(
+            "UPDATE work_workunit SET transition_time = %s"
+            " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
+            [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
+        )
+    if batch is None:
+        target.flush()
