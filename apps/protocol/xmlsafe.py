@@ -14,7 +14,9 @@ amplification) the reader enforces, before or while parsing:
 from __future__ import annotations
 
 import copy
+import functools
 import re
+import threading
 from collections.abc import Iterator
 
 from lxml import etree
@@ -136,6 +138,14 @@ def parse_document(
     fail on them.
     """
     data = _prepare(body, max_bytes, scrub_controls=scrub_controls)
+    # Every element starts with "<", so a body with few of them cannot build a big tree:
+    # it is parsed in one call and checked after (~2x faster than streaming, which checks
+    # each element from Python). Anything the fast path refuses goes through the stream,
+    # so errors read the same whichever path met them first.
+    if data.count(b"<") <= max_elements:
+        document = _parse_whole(data, root, max_depth)
+        if document is not None:
+            return document
     stream = _Stream(root, max_depth, max_elements)
     try:
         stream.feed(data)
@@ -146,6 +156,56 @@ def parse_document(
         raise ProtocolError(f"malformed XML: {exc}") from None
     if stream.root is None or document is None:
         raise ProtocolError("empty XML document")
+    return document
+
+
+_local = threading.local()
+
+
+def _whole_parser() -> etree.XMLParser:
+    """This thread's one-shot parser, with the same hardening as ``make_parser``
+    (lxml parsers must not be shared between threads)."""
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            attribute_defaults=False,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+            strip_cdata=True,
+            collect_ids=False,
+            recover=False,
+            encoding="utf-8",
+        )
+    return parser
+
+
+@functools.cache
+def _too_deep(max_depth: int) -> etree.XPath:
+    """True for a document with an element below ``max_depth`` levels (the root is level 1)."""
+    return etree.XPath("boolean(/*" + "/*" * max_depth + ")")
+
+
+def _parse_whole(data: bytes, root: str | tuple[str, ...], max_depth: int) -> etree._Element | None:
+    """The document if it passes every check of ``_Stream`` in one parse, else None."""
+    try:
+        document = etree.fromstring(data, _whole_parser())
+    except _XML_ERRORS:
+        return None
+    docinfo = document.getroottree().docinfo
+    roots = (root,) if isinstance(root, str) else root
+    if (
+        docinfo.internalDTD is not None
+        or docinfo.system_url
+        or docinfo.public_id
+        or document.tag not in roots
+        or _too_deep(max_depth)(document)
+    ):
+        return None
     return document
 
 

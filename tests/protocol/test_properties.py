@@ -9,6 +9,7 @@ import re
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from lxml import etree
 
 from apps.core.domain.resources import ProcType
 from apps.protocol import (
@@ -27,6 +28,7 @@ from apps.protocol import (
     reply_to_dict,
     request_from_dict,
     request_to_dict,
+    xmlsafe,
 )
 from tests.protocol.helpers import MAX, REQUEST_FILES, load
 from tests.protocol.strategies import message_dict, text
@@ -215,3 +217,33 @@ def test_every_gpu_type_round_trips(proc_type):
     request = request_from_dict({"coprocs": [{"type": proc_type.value, "count": 1, "req_secs": 5}]})
 
     assert parse_request(render_request(request), max_bytes=MAX).coprocs[0].type is proc_type
+
+
+def parse_outcome(body: bytes, *, max_depth: int) -> str:
+    """The parsed tree as XML text, or the error message: what a caller can observe."""
+    try:
+        document = xmlsafe.parse_document(body, root="scheduler_request", max_bytes=MAX, max_depth=max_depth)
+    except ProtocolError as exc:
+        return f"error: {exc}"
+    return etree.tostring(document, encoding="unicode")
+
+
+@SETTINGS
+@given(
+    st.one_of(
+        mutated_golden(),
+        st.sampled_from(GOLDEN).map(lambda body: body.replace(b"scheduler_request>", b"scheduler_reply>")),
+        st.lists(st.sampled_from(XML_TOKENS), max_size=60).map(
+            lambda tokens: "".join(tokens).encode("utf-8", "surrogatepass")
+        ),
+    ),
+    st.sampled_from([3, 32]),
+)
+def test_one_shot_parse_agrees_with_the_stream(body, max_depth):
+    # parse_document parses small bodies in one call and checks afterwards; the stream
+    # checks element by element. Same tree or same error, whichever runs.
+    fast = parse_outcome(body, max_depth=max_depth)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(xmlsafe, "_parse_whole", lambda *args: None)
+        streamed = parse_outcome(body, max_depth=max_depth)
+    assert fast == streamed
