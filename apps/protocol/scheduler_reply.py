@@ -21,7 +21,7 @@ from apps.protocol.reply_types import (
     TrickleDown,
 )
 from apps.protocol.request_types import CoprocUsage
-from apps.protocol.schema import Kind, Spec, from_xml, register_hooks, render_value, spec_of
+from apps.protocol.schema import Kind, from_xml, register_hooks, spec_of, value_writer
 from apps.protocol.xmlsafe import child_elements, inner_xml, leaf_text, parse_document, parse_fragment
 from apps.protocol.xmlwrite import Block, new_document, serialize
 
@@ -57,34 +57,46 @@ def parse_reply(body: bytes, *, max_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> Sch
 # --------------------------------------------------------------------------- render
 
 Renderer = Callable[[Block, Any, str], None]
+_VALUE, _CUSTOM, _NESTED = 0, 1, 2
 
 
 def render_message(block: Block, obj: Any, indent: str) -> None:
     """Write the fields of a reply-side message (server layout) into ``block``."""
     _validate(obj)
-    for name, custom, spec, tag, optional in _render_plan(type(obj)):
+    for name, write, tag, shape in _render_plan(type(obj)):
         value = getattr(obj, name)
-        if custom is not None:
-            custom(block, value, indent)
-        elif spec is None:
-            raise ProtocolError(f"{name}: not a declared field")
-        elif spec.kind is Kind.NODES:
+        if shape is _NESTED:
             for item in value:
                 with block.block(tag, indent) as child:
                     render_message(child, item, indent + _NEST)
-        else:
-            render_value(block, spec, tag, value, client=False, optional=optional, indent=indent)
+        elif value is not None or shape is _CUSTOM:  # a custom renderer decides about None
+            write(block, value, indent)
 
 
 @cache
-def _render_plan(cls: type) -> tuple[tuple[str, Renderer | None, Spec | None, str, bool], ...]:
-    """Per message class, once: each field's custom renderer or spec, tag and optionality."""
+def _render_plan(cls: type) -> tuple[tuple[str, Renderer, str, int], ...]:
+    """Per message class, once: each field's writer (its custom renderer, or the one its
+    spec gives), its tag and its shape (value, custom, or a list of nested messages)."""
     plan = []
     for f in fields(cls):
         spec = spec_of(f)
         tag = (spec.tag or f.name) if spec is not None else f.name
-        plan.append((f.name, _RENDERERS.get((cls, f.name)), spec, tag, f.default is None))
+        custom = _RENDERERS.get((cls, f.name))
+        if custom is not None:
+            plan.append((f.name, custom, tag, _CUSTOM))
+        elif spec is None:
+            raise ProtocolError(f"{f.name}: not a declared field")
+        elif spec.kind is Kind.NODES:
+            plan.append((f.name, _no_writer, tag, _NESTED))
+        else:
+            plan.append(
+                (f.name, value_writer(spec, tag, client=False, optional=f.default is None), tag, _VALUE)
+            )
     return tuple(plan)
+
+
+def _no_writer(block: Block, value: Any, indent: str) -> None:
+    raise AssertionError("nested messages are written by render_message")
 
 
 def _validate(obj: Any) -> None:

@@ -328,9 +328,10 @@ def scalar_names(cls: Any) -> tuple[str, ...]:
 
 def render_fields(block: Block, obj: Any, names: Iterable[str], *, client: bool, indent: str) -> None:
     """Write the named scalar fields of ``obj`` in the given order."""
-    by_name = _fields_by_name(type(obj))
-    for name in names:
-        render_field(block, by_name[name], getattr(obj, name), client=client, indent=indent)
+    for name, write in _fields_plan(type(obj), tuple(names), client):
+        value = getattr(obj, name)
+        if value is not None:
+            write(block, value, indent)
 
 
 @cache
@@ -338,48 +339,85 @@ def _fields_by_name(cls: type) -> dict[str, Any]:
     return {f.name: f for f in fields(cls)}
 
 
-def render_field(block: Block, f: Any, value: Any, *, client: bool, indent: str) -> None:
-    """Write one declared scalar or string-list field (``f`` from ``dataclasses.fields``)."""
-    spec = spec_of(f)
-    if spec is None:
-        raise ProtocolError(f"{f.name}: not a declared field")
-    render_value(
-        block, spec, spec.tag or f.name, value, client=client, optional=f.default is None, indent=indent
-    )
+@cache
+def _fields_plan(cls: type, names: tuple[str, ...], client: bool) -> tuple[tuple[str, Writer], ...]:
+    """Each named field with its writer; once per class, field list and side."""
+    by_name = _fields_by_name(cls)
+    plan = []
+    for name in names:
+        f = by_name[name]
+        spec = spec_of(f)
+        if spec is None:
+            raise ProtocolError(f"{f.name}: not a declared field")
+        plan.append((name, value_writer(spec, spec.tag or f.name, client=client, optional=f.default is None)))
+    return tuple(plan)
 
 
 def render_value(
     block: Block, spec: Spec, tag: str, value: Any, *, client: bool, optional: bool, indent: str
 ) -> None:
     """Write one scalar or string-list value under ``tag`` (nothing for None)."""
-    if value is None:
-        return
+    if value is not None:
+        value_writer(spec, tag, client=client, optional=optional)(block, value, indent)
+
+
+Writer = Callable[[Block, Any, str], None]
+
+
+@cache
+def value_writer(spec: Spec, tag: str, *, client: bool, optional: bool) -> Writer:
+    """The function that writes a (not None) value of this field: the field's kind, emit
+    rule and number format are decided once here, not for every value written."""
     kind, emit = spec.kind, spec.emit
     if kind is Kind.BOOL:
         if emit == "01":
-            block.leaf(tag, "1" if value else "0", indent)
-        elif value:
-            block.flag(tag, indent)
-    elif kind in (Kind.STR, Kind.TEXT):
+            return lambda block, value, indent: block.leaf(tag, "1" if value else "0", indent)
+
+        def write_flag(block: Block, value: Any, indent: str) -> None:
+            if value:
+                block.flag(tag, indent)
+
+        return write_flag
+    if kind in (Kind.STR, Kind.TEXT):
         skip_empty = emit == "nonempty" or (emit == "auto" and not client and not optional)
-        if value == "" and skip_empty:
-            return
-        block.leaf(tag, f"\n{value}\n" if spec.fmt == "block" else value, indent)
-    elif kind in (Kind.INT, Kind.FLOAT):
-        if emit == "nonzero" and value == 0:
-            return
-        text = (
-            num.format_int(value)
-            if kind is Kind.INT
-            else num.format_float(value, client=client, fmt=spec.fmt)
-        )
-        block.leaf(tag, text, indent)
-    elif kind is Kind.STRS:
-        for item in value:
-            if spec.sub:
-                with block.block(tag, indent) as item_block:
-                    item_block.leaf(spec.sub, item, indent + "    ")
-            else:
-                block.leaf(tag, item, indent)
-    else:
+        as_block = spec.fmt == "block"
+
+        def write_text(block: Block, value: Any, indent: str) -> None:
+            if value == "" and skip_empty:
+                return
+            block.leaf(tag, f"\n{value}\n" if as_block else value, indent)
+
+        return write_text
+    if kind in (Kind.INT, Kind.FLOAT):
+        skip_zero = emit == "nonzero"
+        if kind is Kind.INT:
+            text_of: Callable[[Any], str] = num.format_int
+        else:
+            fmt = spec.fmt
+
+            def text_of(value: Any) -> str:
+                return num.format_float(value, client=client, fmt=fmt)
+
+        def write_number(block: Block, value: Any, indent: str) -> None:
+            if skip_zero and value == 0:
+                return
+            block.leaf(tag, text_of(value), indent)
+
+        return write_number
+    if kind is Kind.STRS:
+        sub, inner = spec.sub, "    "
+
+        def write_strings(block: Block, value: Any, indent: str) -> None:
+            for item in value:
+                if sub:
+                    with block.block(tag, indent) as item_block:
+                        item_block.leaf(sub, item, indent + inner)
+                else:
+                    block.leaf(tag, item, indent)
+
+        return write_strings
+
+    def refuse(block: Block, value: Any, indent: str) -> None:
         raise ProtocolError(f"<{tag}>: {kind.value} fields are written by their module")
+
+    return refuse
