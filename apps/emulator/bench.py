@@ -386,9 +386,9 @@ def format_bench_table(results: list[BenchResult]) -> str:
                 f"{s.jobs_per_second:.1f}",
                 f"{s.jobs_received / max(s.rpcs, 1):.1f}",
                 *(f"{s.latency(p) * 1000:.1f}" for p in (50, 90, 99)),
-                f"{r.server_cpu / max(s.rpcs, 1) * 1000:.0f}",
-                "-" if r.database_cpu is None else f"{r.database_cpu / max(s.rpcs, 1) * 1000:.0f}",
-                f"{r.client_cpu / max(s.rpcs, 1) * 1000:.0f}",
+                f"{r.server_cpu / max(s.rpcs, 1) * 1000:.1f}",
+                "-" if r.database_cpu is None else f"{r.database_cpu / max(s.rpcs, 1) * 1000:.1f}",
+                f"{r.client_cpu / max(s.rpcs, 1) * 1000:.1f}",
                 str(len(s.errors)),
             ]
         )

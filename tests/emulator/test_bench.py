@@ -66,7 +66,7 @@ def test_database_cpu_shows_only_where_it_was_measured() -> None:
     table = format_bench_table([sqlite, postgres]).splitlines()
     header, _, *rows = (re.split(r"\s{2,}", line.strip()) for line in table)
     at = header.index("database CPU ms/RPC")
-    assert [row[at] for row in rows] == ["-", "125"]  # 0.5 s over 4 RPCs
+    assert [row[at] for row in rows] == ["-", "125.0"]  # 0.5 s over 4 RPCs
 
 
 def test_table_says_which_client_produced_the_figures() -> None:
