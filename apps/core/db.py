@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import date, datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
@@ -49,7 +50,7 @@ def update_rows(
     table, keys = model._meta.db_table, frozenset(row.pk for row in rows)
     if len(params) > 1 and connection.vendor == "postgresql":
         sql = _unnest_update_sql(model, tuple(fields))
-        target.add(sql, [list(col) for col in zip(*params, strict=True)], table=table, keys=keys)
+        target.add(sql, [array_literal(col) for col in zip(*params, strict=True)], table=table, keys=keys)
     elif len(params) == 1:  # executemany costs more for one row
         target.add(_update_sql(model, tuple(fields), connection.vendor), params[0], table=table, keys=keys)
     else:
@@ -316,6 +317,36 @@ def execute_many(sql: str, param_sets: Sequence[Sequence[Any]]) -> None:
         cursor.executemany(sql, param_sets)
 
 
+def array_literal(values: Sequence[Any]) -> str | list[Any]:
+    """``values`` as PostgreSQL's text form of an array, for a ``%s::type[]`` parameter.
+
+    psycopg dumps a list element by element in Python, working out each one's type: about
+    5 us an element, measured as a sixth of the scheduler's CPU (an RPC sends ~300 in its
+    arrays). The text form is built here for the types the hot path sends (None, bool,
+    int, float, str, date and datetime) at a tenth of that; PostgreSQL's cast parses it.
+    Anything else returns the list, which psycopg dumps as before.
+    """
+    parts = []
+    for value in values:
+        kind = type(value)
+        if value is None:
+            parts.append("NULL")
+        elif kind is int or kind is float:
+            parts.append(repr(value))
+        elif kind is str:
+            # Inside double quotes only the backslash and the double quote are special.
+            if "\\" in value or '"' in value:
+                value = value.replace("\\", "\\\\").replace('"', '\\"')
+            parts.append(f'"{value}"')
+        elif kind is bool:
+            parts.append("t" if value else "f")
+        elif kind is datetime or kind is date:
+            parts.append(f'"{value.isoformat()}"')
+        else:
+            return list(values)
+    return "{" + ",".join(parts) + "}"
+
+
 def placeholders(values: Sequence[Any]) -> str:
     """``%s, %s, ...`` for an IN list (never empty: callers check first)."""
     return ", ".join(["%s"] * len(values))
@@ -331,5 +362,5 @@ def any_of(column: str, values: Sequence[Any], sql_type: str) -> tuple[str, list
     IN list. ``values`` is never empty (callers check first).
     """
     if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s::{sql_type}[])", [list(values)]
+        return f"{column} = ANY(%s::{sql_type}[])", [array_literal(values)]
     return f"{column} IN ({placeholders(values)})", list(values)

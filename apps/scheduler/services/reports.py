@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import ModelColumns, WriteBatch, any_of, update_rows
+from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
@@ -159,7 +159,7 @@ def _output_files_update(
             "UPDATE work_outputfile o SET md5_cksum = v.md5, nbytes = LEAST(o.nbytes, v.nbytes)"
             " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) AS v(result_id, name, md5, nbytes)"
             " WHERE o.result_id = v.result_id AND o.name = v.name AND NOT o.uploaded",
-            [list(column) for column in zip(*rows, strict=True)],
+            [array_literal(column) for column in zip(*rows, strict=True)],
             table="work_outputfile",
         )
         return

@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Value, When
 
 from apps.core import clock
-from apps.core.db import WriteBatch
+from apps.core.db import WriteBatch, array_literal
 from apps.credit.domain.quota import JobOutcome
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -274,7 +274,7 @@ def transition_times_lower(times: Mapping[int, datetime], *, batch: WriteBatch |
             "UPDATE work_workunit w SET transition_time = v.t"
             " FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, t)"
             " WHERE w.id = v.id AND (w.transition_time IS NULL OR w.transition_time > v.t)",
-            [ids, stamps],
+            [array_literal(ids), array_literal(stamps)],
             table=Workunit._meta.db_table,
             keys=frozenset(ids),
         )
