@@ -24,16 +24,16 @@ INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
 _MAX_NUMBER_TEXT = 100
-_FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+FLOAT_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INT_RE = re.compile(r"[+-]?[0-9]{1,19}")
-_TRUE = frozenset({"", "1", "true", "yes"})
-_FALSE = frozenset({"0", "false", "no"})
+TRUE_TEXTS = frozenset({"", "1", "true", "yes"})
+FALSE_TEXTS = frozenset({"0", "false", "no"})
 
 
 def parse_float(text: str, where: str) -> float:
     """Read a decimal number written by printf or a person; refuse anything else."""
     s = text.strip()
-    if len(s) > _MAX_NUMBER_TEXT or not _FLOAT_RE.fullmatch(s):
+    if len(s) > _MAX_NUMBER_TEXT or not FLOAT_RE.fullmatch(s):
         raise ProtocolError(f"{where}: not a number: {s[:40]!r}")
     value = float(s)
     if not math.isfinite(value):
@@ -55,9 +55,9 @@ def parse_int(text: str, where: str) -> int:
 def parse_bool(text: str, where: str) -> bool:
     """``<flag/>``, ``<flag>1</flag>``, ``true``/``false``; any other number is C truth."""
     s = text.strip().lower()
-    if s in _TRUE:
+    if s in TRUE_TEXTS:
         return True
-    if s in _FALSE:
+    if s in FALSE_TEXTS:
         return False
     try:
         return parse_float(s, where) != 0

@@ -200,52 +200,128 @@ def _strings_from_xml(spec: Spec, items: list[etree._Element]) -> tuple[str, ...
 
 
 _SCALAR, _NODE, _LIST = 0, 1, 2
+Reader = Callable[[str, str, str], Any]  # (text, where, tag) -> value or _ABSENT
+
+
+def _scalar_reader(spec: Spec) -> Reader:
+    """A function reading this field's text, decided once per field.
+
+    The common, well-formed values are read without building the field's path; anything
+    else goes through ``_scalar_from_text`` with the path, which refuses, clamps or reads
+    it exactly as before (so errors and edge cases do not depend on this shortcut).
+    """
+    kind, lo, hi = spec.kind, spec.lo, spec.hi
+
+    def slow(text: str, where: str, tag: str) -> Any:
+        return _scalar_from_text(spec, text, f"{where}/{tag}")
+
+    if kind is Kind.TEXT:
+        return lambda text, where, tag: text
+    if kind is Kind.STR:
+        return lambda text, where, tag: text.strip()
+    if kind is Kind.BOOL:
+
+        def read_bool(text: str, where: str, tag: str) -> Any:
+            value = text.strip().lower()
+            if value in num.TRUE_TEXTS:
+                return True
+            if value in num.FALSE_TEXTS:
+                return False
+            return slow(text, where, tag)
+
+        return read_bool
+    if kind is Kind.INT:
+
+        def read_int(text: str, where: str, tag: str) -> Any:
+            value = text.strip()
+            if (
+                len(value) < 10
+                and value.isascii()
+                and (value.isdigit() or (value[:1] == "-" and value[1:].isdigit()))
+                and lo <= (number := int(value)) <= hi
+            ):
+                return number
+            return slow(text, where, tag)
+
+        return read_int
+
+    def read_float(text: str, where: str, tag: str) -> Any:
+        value = text.strip()
+        if 0 < len(value) <= 40 and num.FLOAT_RE.fullmatch(value):
+            number = float(value)
+            if lo <= number <= hi and number - number == 0:  # in range and finite
+                return number
+        return slow(text, where, tag)
+
+    return read_float
 
 
 @cache
-def _xml_plan(cls: Any) -> tuple[tuple[str, Spec, str, int], ...]:
-    """(field name, spec, tag, scalar/node/list) of every field filled from XML; once per class."""
+def _xml_plan(cls: Any) -> tuple[tuple[str, Spec, str, int, Reader | None], ...]:
+    """(field name, spec, tag, scalar/node/list, scalar reader) of every field filled from
+    XML; once per class."""
     plan = []
     for f in fields(cls):
         spec = spec_of(f)
         if spec is not None and spec.kind is not Kind.CUSTOM:
             shape = _SCALAR if spec.kind in SCALARS else _NODE if spec.kind is Kind.NODE else _LIST
-            plan.append((f.name, spec, spec.tag or f.name, shape))
+            reader = _scalar_reader(spec) if shape == _SCALAR else None
+            plan.append((f.name, spec, spec.tag or f.name, shape, reader))
     return tuple(plan)
 
 
+@cache
+def _xml_tags(cls: Any) -> tuple[dict[str, tuple[int, ...]], frozenset[int]]:
+    """Which plan entries a child tag can fill, and the entries visited even when their tag
+    is absent: required fields (to refuse their absence) and lists (an absent list is ())."""
+    by_tag: dict[str, list[int]] = {}
+    always = set()
+    for i, (_name, spec, tag, shape, _reader) in enumerate(_xml_plan(cls)):
+        by_tag.setdefault(tag, []).append(i)
+        if spec.required or shape == _LIST:
+            always.add(i)
+    return {tag: tuple(found) for tag, found in by_tag.items()}, frozenset(always)
+
+
 def from_xml(cls: Any, element: etree._Element, where: str) -> Any:
-    """Build a ``cls`` message from ``element``; unknown child tags are ignored."""
-    index: dict[str, list[etree._Element]] = {}
-    for child in child_elements(element):
-        found = index.get(child.tag)
-        if found is None:
-            index[child.tag] = [child]
-        else:
-            found.append(child)
+    """Build a ``cls`` message from ``element``; unknown child tags are ignored.
+
+    Only the fields whose tags occur (and required fields and lists) are visited, in
+    declaration order, so errors come in the same order as when every field was visited.
+    """
+    children = list(child_elements(element))
+    last = {child.tag: child for child in children}  # a repeated single field: the last one counts
+    plan = _xml_plan(cls)
+    by_tag, always = _xml_tags(cls)
+    wanted = set(always)
+    for child_tag in last:
+        found_entries = by_tag.get(child_tag)
+        if found_entries is not None:
+            wanted.update(found_entries)
     kwargs: dict[str, Any] = {}
-    for name, spec, tag, shape in _xml_plan(cls):
+    for i in sorted(wanted):
+        name, spec, tag, shape, reader = plan[i]
         # Paths are for error messages only; build them when a value is actually read.
         if shape == _SCALAR:
-            found = index.get(tag)
+            found = last.get(tag)
             if found is not None:
-                value = _scalar_from_text(spec, leaf_text(found[-1]), f"{where}/{tag}")
+                assert reader is not None
+                value = reader(found.text or "" if not len(found) else leaf_text(found), where, tag)
                 if value is not _ABSENT:
                     kwargs[name] = value
         elif shape == _NODE:
-            found = index.get(tag)
+            found = last.get(tag)
             if found is not None:
-                kwargs[name] = from_xml(spec.node, found[-1], f"{where}/{tag}")
+                kwargs[name] = from_xml(spec.node, found, f"{where}/{tag}")
         else:
             if spec.wrapper:
-                wrapper = index.get(spec.wrapper)
+                wrapper = last.get(spec.wrapper)
                 if wrapper is None:
-                    if spec.required:
-                        _check_required(spec, None, f"{where}/{tag}")
+                    _check_required(spec, None, f"{where}/{tag}")
                     continue
-                items = [c for c in child_elements(wrapper[-1]) if c.tag == tag]
+                items = [c for c in child_elements(wrapper) if c.tag == tag]
             else:
-                items = index.get(tag, [])
+                items = [c for c in children if c.tag == tag] if tag in last else []
             if spec.kind is Kind.STRS:
                 kwargs[name] = _strings_from_xml(spec, items)
             else:
