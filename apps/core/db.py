@@ -272,9 +272,11 @@ class ModelColumns:
             self._converters[conn.vendor] = found
         return found
 
-    def build(self, row: Sequence[Any], start: int = 0) -> Any:
-        """The model instance for ``row[start:start + width]``."""
-        conn = connections[DEFAULT_DB_ALIAS]  # one lookup, not one per column
+    def build(self, row: Sequence[Any], start: int = 0, conn: Any = None) -> Any:
+        """The model instance for ``row[start:start + width]``; ``conn``: the default
+        database's wrapper, when the caller has it (the lookup costs ~2 us a row)."""
+        if conn is None:
+            conn = connections[DEFAULT_DB_ALIAS]
         values = list(row[start : start + self.width])
         for i, funcs, col in self._converters_for(conn):
             value = values[i]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db import DEFAULT_DB_ALIAS, connections
+
 from apps.core.db import ModelColumns, fetch_rows
 from apps.work.models import Result, Workunit
 
 _RESULT = ModelColumns(Result, "r")
 _WORKUNIT = ModelColumns(Workunit, "w")
+_WORKUNIT_FIELD = Result._meta.get_field("workunit")
 
 
 def results_with_workunits(
@@ -28,9 +31,13 @@ def results_with_workunits(
         f"SELECT {result_cols.sql()}, {workunit_cols.sql()} FROM work_result r"
         f" JOIN work_workunit w ON w.id = r.workunit_id WHERE {where}{tail}"
     )
+    conn = connections[DEFAULT_DB_ALIAS]
+    # The relation's own setter checks types and database routing for each row; these
+    # rows come from one query on one database, so the workunit is cached directly.
+    cache_workunit = _WORKUNIT_FIELD.set_cached_value
     results = []
     for row in fetch_rows(sql, params):
-        result = result_cols.build(row)
-        result.workunit = workunit_cols.build(row, result_cols.width)
+        result = result_cols.build(row, 0, conn)
+        cache_workunit(result, workunit_cols.build(row, result_cols.width, conn))
         results.append(result)
     return results
