@@ -18,6 +18,7 @@ import functools
 import re
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 from lxml import etree
 
@@ -36,23 +37,26 @@ _FIRST_ELEMENT_RE = re.compile(rb"<[A-Za-z_:]")
 _XML_ERRORS = (etree.LxmlError, ValueError)  # ValueError covers UnicodeError
 
 
+# The hardening every parser of the project gets (no entities, network, DTD or huge trees).
+_HARDENED: dict[str, Any] = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "attribute_defaults": False,
+    "huge_tree": False,
+    "remove_comments": True,
+    "remove_pis": True,
+    "strip_cdata": True,
+    "collect_ids": False,
+    "recover": False,
+    "encoding": "utf-8",
+}
+
+
 def make_parser() -> etree.XMLPullParser:
-    """The hardened incremental parser (the only lxml parser the project creates)."""
-    return etree.XMLPullParser(
-        events=("start", "end"),
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        attribute_defaults=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-        strip_cdata=True,
-        collect_ids=False,
-        recover=False,
-        encoding="utf-8",
-    )
+    """The hardened incremental parser."""
+    return etree.XMLPullParser(events=("start", "end"), **_HARDENED)
 
 
 class _Stream:
@@ -167,20 +171,7 @@ def _whole_parser() -> etree.XMLParser:
     (lxml parsers must not be shared between threads)."""
     parser = getattr(_local, "parser", None)
     if parser is None:
-        parser = _local.parser = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            dtd_validation=False,
-            attribute_defaults=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-            strip_cdata=True,
-            collect_ids=False,
-            recover=False,
-            encoding="utf-8",
-        )
+        parser = _local.parser = etree.XMLParser(**_HARDENED)
     return parser
 
 
