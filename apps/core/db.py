@@ -36,10 +36,12 @@ def update_rows(
     if not rows:
         return
     conn = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: the proxy costs a lookup per use
-    columns = _prep_plan(model, tuple(fields))
+    columns = _prep_plan(model, tuple(fields), conn.vendor)
     params = [
         [
-            value if type(value) is plain else f.get_db_prep_save(value, conn)
+            value
+            if type(value) is plain or (plain is _AwareDatetime and type(value) is datetime and value.tzinfo)
+            else f.get_db_prep_save(value, conn)
             for f, plain in columns
             for value in (getattr(row, f.attname),)
         ]
@@ -158,14 +160,24 @@ _PLAIN_TYPES: dict[type[models.Field], type] = {
 }
 
 
+class _AwareDatetime:
+    """Marks a DateTimeField on PostgreSQL: Django returns an aware datetime unchanged there
+    (a naive one is made aware first, and SQLite gets a string, so those are converted)."""
+
+
 @functools.cache
-def _prep_plan(model: type[models.Model], fields: tuple[str, ...]) -> tuple[tuple[Any, type | None], ...]:
+def _prep_plan(
+    model: type[models.Model], fields: tuple[str, ...], vendor: str
+) -> tuple[tuple[Any, type | None], ...]:
     """Each field with the value type it passes through unchanged (None: always convert)."""
     plan = []
     for name in fields:
         f = model._meta.get_field(name)
         target = f.target_field if isinstance(f, models.ForeignKey) else f
-        plan.append((f, _PLAIN_TYPES.get(type(target))))
+        plain = _PLAIN_TYPES.get(type(target))
+        if plain is None and type(target) is models.DateTimeField and vendor == "postgresql":
+            plain = _AwareDatetime
+        plan.append((f, plain))
     return tuple(plan)
 
 

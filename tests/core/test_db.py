@@ -1,12 +1,14 @@
 """Hand-written hot-path SQL gives back what the ORM would (apps.core.db)."""
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from enum import IntEnum
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
 from django.db.models import DEFERRED
 from django.db.models.signals import post_init
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -107,6 +109,21 @@ def test_update_rows_stores_every_kind_of_column_as_the_orm_does():
     for host in hosts:
         stored = Host.objects.get(id=host.id)
         assert {f: getattr(stored, f) for f in fields} == {f: getattr(host, f) for f in fields}
+
+
+@pytest.mark.filterwarnings("ignore:DateTimeField .* received a naive datetime")
+def test_update_rows_stores_aware_and_naive_datetimes_as_the_orm_does():
+    # Aware datetimes skip Django's conversion on PostgreSQL; a naive one must still be
+    # made aware in the default time zone, as save() does.
+    aware, naive = HostFactory(), HostFactory()
+    aware.rpc_time = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone(timedelta(hours=2)))
+    naive.rpc_time = datetime(2026, 3, 4, 5, 6, 7)
+    with override_settings(TIME_ZONE="Europe/Paris"):  # not the database session's UTC
+        update_rows(Host, [aware, naive], ["rpc_time"])
+    assert Host.objects.get(id=aware.id).rpc_time == aware.rpc_time
+    assert Host.objects.get(id=naive.id).rpc_time == datetime(
+        2026, 3, 4, 5, 6, 7, tzinfo=ZoneInfo("Europe/Paris")
+    )
 
 
 def test_update_rows_stores_json_values():
