@@ -306,7 +306,7 @@ def from_xml(cls: Any, element: etree._Element, where: str) -> Any:
             found = last.get(tag)
             if found is not None:
                 assert reader is not None
-                value = reader(found.text or "" if not len(found) else leaf_text(found), where, tag)
+                value = reader(leaf_text(found), where, tag)
                 if value is not _ABSENT:
                     kwargs[name] = value
         elif shape == _NODE:
@@ -427,14 +427,6 @@ def _fields_plan(cls: type, names: tuple[str, ...], client: bool) -> tuple[tuple
             raise ProtocolError(f"{f.name}: not a declared field")
         plan.append((name, value_writer(spec, spec.tag or f.name, client=client, optional=f.default is None)))
     return tuple(plan)
-
-
-def render_value(
-    block: Block, spec: Spec, tag: str, value: Any, *, client: bool, optional: bool, indent: str
-) -> None:
-    """Write one scalar or string-list value under ``tag`` (nothing for None)."""
-    if value is not None:
-        value_writer(spec, tag, client=client, optional=optional)(block, value, indent)
 
 
 Writer = Callable[[Block, Any, str], None]
