@@ -147,6 +147,7 @@ def register_hooks(cls: type, *, xml: XmlHook, json: DictHook) -> None:
     """Give ``cls`` the functions that fill its ``s_custom`` fields from XML and from JSON."""
     _XML_HOOKS[cls] = xml
     _DICT_HOOKS[cls] = json
+    _xml_builder.cache_clear()  # the readers written so far call the hooks they found
 
 
 _ABSENT = object()  # an empty number in the input: leave the field at its default
@@ -270,69 +271,98 @@ def _xml_plan(cls: Any) -> tuple[tuple[str, Spec, str, int, Reader | None], ...]
     return tuple(plan)
 
 
-@cache
-def _xml_tags(cls: Any) -> tuple[dict[str, tuple[int, ...]], frozenset[int]]:
-    """Which plan entries a child tag can fill, and the entries visited even when their tag
-    is absent: required fields (to refuse their absence) and lists (an absent list is ())."""
-    by_tag: dict[str, list[int]] = {}
-    always = set()
-    for i, (_name, spec, tag, shape, _reader) in enumerate(_xml_plan(cls)):
-        by_tag.setdefault(tag, []).append(i)
-        if spec.required or shape == _LIST:
-            always.add(i)
-    return {tag: tuple(found) for tag, found in by_tag.items()}, frozenset(always)
-
-
 def from_xml(cls: Any, element: etree._Element, where: str) -> Any:
     """Build a ``cls`` message from ``element``; unknown child tags are ignored.
 
-    Only the fields whose tags occur (and required fields and lists) are visited, in
-    declaration order, so errors come in the same order as when every field was visited.
+    Fields are read in declaration order, so the first error is the same whatever order
+    the tags came in. A repeated single field: the last one counts.
     """
-    children = list(child_elements(element))
-    last = {child.tag: child for child in children}  # a repeated single field: the last one counts
-    plan = _xml_plan(cls)
-    by_tag, always = _xml_tags(cls)
-    wanted = set(always)
-    for child_tag in last:
-        found_entries = by_tag.get(child_tag)
-        if found_entries is not None:
-            wanted.update(found_entries)
-    kwargs: dict[str, Any] = {}
-    for i in sorted(wanted):
-        name, spec, tag, shape, reader = plan[i]
-        # Paths are for error messages only; build them when a value is actually read.
+    return _xml_builder(cls)(element, where)
+
+
+@cache
+def _xml_builder(cls: Any) -> Callable[[etree._Element, str], Any]:
+    """A function that reads ``cls`` from XML, written out once per class.
+
+    Requests carry dozens of small messages (one per task the host holds), so the reading
+    loop is generated as straight-line Python over the class's fields: a per-message loop
+    over the declarations cost more than the reading itself.
+    """
+    env: dict[str, Any] = {
+        "ELEMENT": etree.Element,
+        "ABSENT": _ABSENT,
+        "leaf_text": leaf_text,
+        "strings_from_xml": _strings_from_xml,
+        "from_xml": from_xml,
+        "ProtocolError": ProtocolError,
+        "hook": _XML_HOOKS.get(cls),
+        "cls": cls,
+    }
+    lines = [
+        "def build(element, where):",
+        "    children = list(element.iterchildren(ELEMENT))",
+        "    last = {c.tag: c for c in children}",
+        "    kw = {}",
+    ]
+    for i, (name, spec, tag, shape, reader) in enumerate(_xml_plan(cls)):
+        env[f"spec{i}"], env[f"read{i}"], env[f"node{i}"] = spec, reader, spec.node
+        path = f"where + {'/' + tag!r}"
         if shape == _SCALAR:
-            found = last.get(tag)
-            if found is not None:
-                assert reader is not None
-                value = reader(leaf_text(found), where, tag)
-                if value is not _ABSENT:
-                    kwargs[name] = value
+            lines += [
+                f"    e = last.get({tag!r})",
+                "    if e is not None:",
+                "        text = (e.text or '') if not len(e) else leaf_text(e)",
+            ]
+            if spec.kind is Kind.STR:
+                lines.append(f"        kw[{name!r}] = text.strip()")
+            elif spec.kind is Kind.TEXT:
+                lines.append(f"        kw[{name!r}] = text")
+            else:
+                lines += [
+                    f"        value = read{i}(text, where, {tag!r})",
+                    f"        if value is not ABSENT: kw[{name!r}] = value",
+                ]
         elif shape == _NODE:
-            found = last.get(tag)
-            if found is not None:
-                kwargs[name] = from_xml(spec.node, found, f"{where}/{tag}")
+            lines += [
+                f"    e = last.get({tag!r})",
+                "    if e is not None:",
+                f"        kw[{name!r}] = from_xml(node{i}, e, {path})",
+            ]
         else:
             if spec.wrapper:
-                wrapper = last.get(spec.wrapper)
-                if wrapper is None:
-                    _check_required(spec, None, f"{where}/{tag}")
-                    continue
-                items = [c for c in child_elements(wrapper) if c.tag == tag]
+                lines += [
+                    f"    e = last.get({spec.wrapper!r})",
+                    "    if e is None:",
+                    f"        raise ProtocolError({path} + ': required')"
+                    if spec.required
+                    else "        pass",
+                    "    else:",
+                    f"        items = list(e.iterchildren({tag!r}))",
+                ]
             else:
-                items = [c for c in children if c.tag == tag] if tag in last else []
+                lines += [
+                    "    if True:",
+                    f"        items = [c for c in children if c.tag == {tag!r}] if {tag!r} in last else []",
+                ]
             if spec.kind is Kind.STRS:
-                kwargs[name] = _strings_from_xml(spec, items)
+                lines.append(f"        kw[{name!r}] = strings_from_xml(spec{i}, items)")
             else:
-                path = f"{where}/{tag}"
-                kwargs[name] = tuple(from_xml(spec.node, c, path) for c in items)
+                lines += [
+                    f"        path = {path}",
+                    f"        kw[{name!r}] = tuple([from_xml(node{i}, c, path) for c in items])",
+                ]
         if spec.required:
-            _check_required(spec, kwargs.get(name), f"{where}/{tag}")
-    hook = _XML_HOOKS.get(cls)
-    if hook is not None:
-        kwargs.update(hook(element, where))
-    return cls(**kwargs)
+            lines += [
+                f"    if not kw.get({name!r}):",
+                f"        raise ProtocolError({path} + ': required')",
+            ]
+    if env["hook"] is not None:
+        lines.append("    kw.update(hook(element, where))")
+    lines.append("    return cls(**kw)")
+    # The source is written here from the declarations, never from input.
+    exec(compile("\n".join(lines), f"<xml reader for {cls.__name__}>", "exec"), env)
+    builder: Callable[[etree._Element, str], Any] = env["build"]
+    return builder
 
 
 def from_dict(cls: Any, data: Any, where: str) -> Any:

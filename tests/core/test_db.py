@@ -5,7 +5,7 @@ from enum import IntEnum
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import DEFERRED
 from django.db.models.signals import post_init
 from django.test import override_settings
@@ -22,6 +22,7 @@ from apps.core.db import (
     fetch_rows,
     statement_cursor,
     update_rows,
+    use_generic_plans,
 )
 from apps.hosts.models import Host
 from apps.projects.models import Project
@@ -293,3 +294,24 @@ def test_arrays_of_numbers_dates_and_flags_reach_postgresql_unchanged():
 
 def test_values_of_other_types_are_left_to_the_driver():
     assert array_literal([1, b"x"]) == [1, b"x"]
+
+
+def plan_cache_mode():
+    return fetch_rows("SELECT current_setting('plan_cache_mode')")[0][0]
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_generic_plans_last_until_the_transaction_ends():
+    with transaction.atomic():
+        use_generic_plans()
+        assert plan_cache_mode() == "force_generic_plan"
+    assert plan_cache_mode() == "auto"
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_generic_plans_are_refused_outside_a_transaction():
+    with pytest.raises(RuntimeError):
+        use_generic_plans()
+    assert plan_cache_mode() == "auto"

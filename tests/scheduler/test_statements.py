@@ -53,3 +53,18 @@ def test_reporting_four_results_takes_as_many_statements_as_reporting_one(client
     )
     assert (len(reply_one.result_acks), len(reply_four.result_acks)) == (1, 4)
     assert four == one
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="plan choice is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)  # the RPC's transaction is the outermost, as when served
+def test_an_rpc_runs_its_statements_on_generic_plans(client, project, account, cpu_app):
+    make_jobs(project, cpu_app, 3)
+    with CaptureQueriesContext(connection) as queries:
+        reply = rpc(client, project, make_request(account.authenticator))
+    assert len(reply.results) == 1
+    statements = [q["sql"] for q in queries.captured_queries]
+    setting = statements.index("SET LOCAL plan_cache_mode = force_generic_plan")
+    assert all("auth" not in s for s in statements[:setting])  # before the account is looked up
+    with connection.cursor() as cursor:  # and only for the RPC's transaction
+        cursor.execute("SELECT current_setting('plan_cache_mode')")
+        assert cursor.fetchone()[0] == "auto"

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from apps.core.db import use_generic_plans
 from apps.core.domain.resources import ProcType
 from apps.projects.models import Project
 from apps.protocol import SchedulerReply, SchedulerRequest
@@ -56,6 +57,7 @@ def scheduler_request_handle(
         )
     ctx = RpcContext(project=project, req=req, now=now, remote_addr=remote_addr)
     with transaction.atomic():
+        use_generic_plans()
         ctx.account = account_authenticate(ctx)
         if ctx.account is None:
             logger.info("scheduler %s: unknown authenticator from %s", project.slug, remote_addr or "?")
