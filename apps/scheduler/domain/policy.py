@@ -17,7 +17,8 @@ Seed 000's rules, as implemented here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -86,6 +87,57 @@ class WorkNeed:
     def available_frac(self, proc_type: ProcType) -> float:
         resource = self.resources.get(proc_type)
         return resource.available_frac if resource else 1.0
+
+
+def jobs_to_fill(
+    need: WorkNeed, job_size: Mapping[ProcType, tuple[float, float]]
+) -> dict[ProcType, int] | None:
+    """About how many jobs of each needed resource would fill the request; None if the
+    size of a needed resource's job is unknown.
+
+    ``job_size`` gives, per resource, a typical job's estimated duration and the instances
+    it uses. Each job decrements the request as ``record_job`` does, so a resource needs
+    enough jobs to cover both its seconds and its idle instances; the per-RPC cap bounds
+    each count. Only the number of candidate rows read at once depends on this: what is
+    sent is decided job by job.
+    """
+    left = max(0, need.max_jobs - need.njobs_sent)
+    wanted = need.needed_types()
+    if any(p not in job_size for p in wanted):
+        return None
+    if not need.rsc_spec_request:  # one figure for all resources: the shortest jobs fill it
+        shortest = min((job_size[p][0] for p in wanted), default=math.inf)
+        return {p: min(left, _count(need.seconds_to_fill, shortest)) for p in wanted}
+    counts = {}
+    for p in wanted:
+        resource = need.resources[p]
+        duration, usage = job_size[p]
+        usage = max(usage, 1e-3)
+        by_instances = math.ceil(resource.req_instances / usage) if resource.req_instances > 0 else 0
+        counts[p] = min(left, max(by_instances, _count(resource.req_secs, duration * usage)))
+    return counts
+
+
+def _count(seconds: float, per_job: float) -> int:
+    """Jobs of ``per_job`` seconds covering ``seconds`` (at least one)."""
+    if not (seconds > 0 and per_job > 0 and math.isfinite(per_job)):
+        return 1
+    return max(1, min(math.ceil(seconds / per_job), 1_000_000))
+
+
+def candidate_window(jobs: Mapping[ProcType, int] | None) -> int | None:
+    """Candidate rows to read (and lock) at once for the jobs ``jobs_to_fill`` counted,
+    or None if they are unknown.
+
+    Candidates come in priority order whatever resource their app runs on, so with work
+    wanted for several resources each one's jobs are spread over the rows: enough rows
+    for the largest count on every resource. A quarter more and two spare cover skipped
+    candidates.
+    """
+    if jobs is None:
+        return None
+    rows = len(jobs) * max(jobs.values(), default=0)
+    return rows + rows // 4 + 2
 
 
 def clamp_frac(value: float) -> float:

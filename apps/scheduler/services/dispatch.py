@@ -9,6 +9,7 @@ mode), so RPCs run one at a time and stay correct.
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 from django.db import connection
@@ -27,8 +28,10 @@ from apps.scheduler.domain.policy import (
     InProgressLimits,
     VersionOption,
     WorkNeed,
+    candidate_window,
     choose_version,
     job_infeasible,
+    jobs_to_fill,
 )
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
@@ -82,9 +85,15 @@ CANDIDATE_COLUMNS = (
         ),
     ),
 )
-# Candidate rows read (and locked) per query: small first, since most RPCs want a few
-# jobs, growing when many are skipped (infeasible, or replicas already on this host).
+# Candidate rows read (and locked) per query, growing when many are skipped (infeasible,
+# or replicas already on this host). The first two are sized to the request instead
+# when it can be (window_for_need), up to WINDOW_MOST: rows locked and not sent are
+# skipped by every concurrent RPC until this one commits.
 CANDIDATE_WINDOWS = (16, 32, 64, 64, 128, 128, 256, 256)
+WINDOW_MOST = 128
+# The smallest rsc_fpops_est seen in each app's last candidate window, in this process:
+# the typical job the next request is sized with. Only the window size depends on it.
+_typical_fpops: dict[int, float] = {}
 
 INFEASIBLE_MESSAGES = {
     Infeasible.MEMORY: "Tasks need more memory than this computer has",
@@ -296,13 +305,19 @@ def send_general_work(dispatcher: Dispatcher) -> None:
         if any(need.needs(o.proc_type) for o in options)
     }
     after: tuple[int, int] | None = None
-    for window_size in CANDIDATE_WINDOWS:
+    for i, scheduled in enumerate(CANDIDATE_WINDOWS):
         if not need.work_needed() or not live_apps:
             return
+        # The first two windows are sized to what is still wanted (the second twice over,
+        # as the first fell short); then the fixed schedule, so a host that most candidates
+        # do not suit still looks as deep into the queue.
+        sized = window_for_need(dispatcher, live_apps) if i < 2 else None
+        window_size = scheduled if sized is None else min(sized << i, WINDOW_MOST)
         window = _candidates(ctx, sorted(live_apps), after, window_size)
         if not window:
             return
         after = (window[-1].priority, window[-1].id)
+        _remember_job_sizes(window)
         dispatcher.load_exclusions({r.workunit_id for r in window}, host_checked=True)
         for result in window:
             if not need.work_needed():
@@ -314,6 +329,43 @@ def send_general_work(dispatcher: Dispatcher) -> None:
                 live_apps.discard(result.app_id)
                 continue
             dispatcher.try_send(result, option)
+
+
+def window_for_need(dispatcher: Dispatcher, app_ids: set[int]) -> int | None:
+    """Candidate rows for about the jobs still wanted, or None if they cannot be counted.
+
+    A typical job of each app is the smallest seen in its last window; on each resource
+    it would run the version ``choose_version`` picks now. With a size for every needed
+    resource, ``jobs_to_fill`` counts the jobs.
+    """
+    need = dispatcher.need
+    job_size: dict[ProcType, tuple[float, float]] = {}
+    for app_id in app_ids:
+        fpops = _typical_fpops.get(app_id)
+        if fpops is None:
+            return None
+        option = choose_version(dispatcher.versions.options.get(app_id, ()), need)
+        if option is None:
+            continue
+        duration = estimated_duration(
+            fpops_est=fpops,
+            projected_flops=option.projected_flops,
+            available_frac=need.available_frac(option.proc_type),
+        )
+        usage = option.avg_ncpus if option.proc_type is ProcType.CPU else option.gpu_usage
+        known = job_size.get(option.proc_type)
+        if known is None or duration * usage < known[0] * known[1]:
+            job_size[option.proc_type] = (duration, usage)
+    return candidate_window(jobs_to_fill(need, job_size))
+
+
+def _remember_job_sizes(window: list[Result]) -> None:
+    smallest: dict[int, float] = {}
+    for result in window:
+        fpops = result.workunit.rsc_fpops_est
+        if fpops < smallest.get(result.app_id, math.inf):
+            smallest[result.app_id] = fpops
+    _typical_fpops.update(smallest)
 
 
 def _candidates(
