@@ -39,6 +39,13 @@ def _text(tag: str, text: str, what: str = "value") -> str:
     """``text`` escaped for element content; ProtocolError if XML cannot carry it."""
     if not isinstance(text, str):
         raise ProtocolError(f"<{tag}>: {what} cannot be written as XML: not a string")
+    # Most values are names and numbers: printable text has no control character, lone
+    # surrogate or non-character (Unicode calls none of them printable), so two scans
+    # in C settle it.
+    if text.isprintable():
+        return (
+            text if "&" not in text and "<" not in text and ">" not in text else text.translate(_TEXT_ESCAPES)
+        )
     if _NOT_XML.search(text) is not None:
         raise ProtocolError(f"<{tag}>: {what} cannot be written as XML: {_NOT_XML_MESSAGE}")
     return text.translate(_TEXT_ESCAPES) if _NEEDS_ESCAPE.search(text) is not None else text

@@ -8,6 +8,7 @@ same 7.20.5-shaped protocol and check the server the same way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import time
@@ -197,26 +198,32 @@ def scheduler_request(
             work_buf_additional_days=prefs.work_buf_additional / 86400,
         ),
         time_stats=TimeStats(client_start_time=started, total_start_time=started, now=now),
-        host_info=HostInfo(
-            domain_name=f"emulated-{index:04d}",
-            host_cpid=hashlib.md5(f"{authenticator}:{index}".encode()).hexdigest(),
-            p_ncpus=hw.ncpus,
-            p_vendor="GenuineIntel",
-            p_model="Emulated CPU",
-            p_fpops=hw.cpu_flops,
-            p_iops=hw.cpu_flops,
-            p_membw=1e9,
-            m_nbytes=hw.ram,
-            m_swap=hw.ram / 4,
-            d_total=1e12,
-            d_free=5e11,
-            os_name="Linux Debian",
-            os_version="12",
-            n_usable_coprocs=hw.ngpus,
-        ),
+        host_info=_host_info(hw, index, authenticator),
         coprocs=coprocs,
         results=tuple(reported_result(job) for job in reports),
         other_results=tuple(OtherResult(name=name) for name in in_progress),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_info(hw: HostHardware, index: int, authenticator: str) -> HostInfo:
+    """The same for every RPC of a host: made once (the load generator makes thousands)."""
+    return HostInfo(
+        domain_name=f"emulated-{index:04d}",
+        host_cpid=hashlib.md5(f"{authenticator}:{index}".encode()).hexdigest(),
+        p_ncpus=hw.ncpus,
+        p_vendor="GenuineIntel",
+        p_model="Emulated CPU",
+        p_fpops=hw.cpu_flops,
+        p_iops=hw.cpu_flops,
+        p_membw=1e9,
+        m_nbytes=hw.ram,
+        m_swap=hw.ram / 4,
+        d_total=1e12,
+        d_free=5e11,
+        os_name="Linux Debian",
+        os_version="12",
+        n_usable_coprocs=hw.ngpus,
     )
 
 
