@@ -68,10 +68,11 @@ def _prefs_from_element(element: etree._Element | None, where: str) -> GlobalPre
 
 
 def _request_from_xml(root: etree._Element, where: str) -> dict[str, Any]:
-    working = _last_child(root, "working_global_preferences")
-    container = _last_child(root, "coprocs")
+    last = {c.tag: c for c in child_elements(root)}  # one pass over the request's children
+    working = last.get("working_global_preferences")
+    container = last.get("coprocs")
     if container is None:
-        host_info = _last_child(root, "host_info")
+        host_info = last.get("host_info")
         container = None if host_info is None else _last_child(host_info, "coprocs")
     coprocs: list[Coproc] = []
     for child in child_elements(container) if container is not None else ():
@@ -82,9 +83,7 @@ def _request_from_xml(root: etree._Element, where: str) -> dict[str, Any]:
             None if working is None else _last_child(working, "global_preferences"),
             f"{where}/working_global_preferences",
         ),
-        "global_prefs": _prefs_from_element(
-            _last_child(root, "global_preferences"), f"{where}/global_preferences"
-        ),
+        "global_prefs": _prefs_from_element(last.get("global_preferences"), f"{where}/global_preferences"),
         "coprocs": tuple(coprocs),
     }
 
