@@ -113,7 +113,7 @@ def test_the_first_window_follows_the_request_once_a_job_size_is_known(
     assert _first_window(client, project, first) == dispatch.CANDIDATE_WINDOWS[0]  # no size known yet
     hostid = rpc(client, project, first).hostid
     ask = make_request(
-        account.authenticator, hostid=hostid, rpc_seqno=2, cpu_req_secs=1000.0, cpu_req_instances=0.0
+        account.authenticator, hostid=hostid, rpc_seqno=2, cpu_req_secs=400.0, cpu_req_instances=0.0
     )
-    assert _first_window(client, project, ask) == 10 + 2 + 2
+    assert _first_window(client, project, ask) == 8  # 4 jobs of 100 s: 4 + 1 + 2 rows, rounded up to a step
     assert math.isclose(dispatch._typical_fpops[cpu_app.id], 1e11)

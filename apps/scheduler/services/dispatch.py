@@ -87,10 +87,11 @@ CANDIDATE_COLUMNS = (
 )
 # Candidate rows read (and locked) per query, growing when many are skipped (infeasible,
 # or replicas already on this host). The first two are sized to the request instead
-# when it can be (window_for_need), up to WINDOW_MOST: rows locked and not sent are
-# skipped by every concurrent RPC until this one commits.
+# when it can be (window_for_need): rows locked and not sent are skipped by every
+# concurrent RPC until this one commits.
 CANDIDATE_WINDOWS = (16, 32, 64, 64, 128, 128, 256, 256)
-WINDOW_MOST = 128
+# Sized windows are rounded up to one of these: each LIMIT is its own prepared statement.
+WINDOW_STEPS = (2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128)
 # The smallest rsc_fpops_est seen in each app's last candidate window, in this process:
 # the typical job the next request is sized with. Only the window size depends on it.
 _typical_fpops: dict[int, float] = {}
@@ -312,7 +313,7 @@ def send_general_work(dispatcher: Dispatcher) -> None:
         # as the first fell short); then the fixed schedule, so a host that most candidates
         # do not suit still looks as deep into the queue.
         sized = window_for_need(dispatcher, live_apps) if i < 2 else None
-        window_size = scheduled if sized is None else min(sized << i, WINDOW_MOST)
+        window_size = scheduled if sized is None else _window_step(sized << i)
         window = _candidates(ctx, sorted(live_apps), after, window_size)
         if not window:
             return
@@ -357,6 +358,10 @@ def window_for_need(dispatcher: Dispatcher, app_ids: set[int]) -> int | None:
         if known is None or duration * usage < known[0] * known[1]:
             job_size[option.proc_type] = (duration, usage)
     return candidate_window(jobs_to_fill(need, job_size))
+
+
+def _window_step(rows: int) -> int:
+    return next((step for step in WINDOW_STEPS if step >= rows), WINDOW_STEPS[-1])
 
 
 def _remember_job_sizes(window: list[Result]) -> None:
