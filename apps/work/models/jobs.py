@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from apps.applications.models import PROC_TYPE_CHOICES
+from apps.core import clock
 from apps.core.choices import enum_choices
 from apps.core.domain.resources import ANONYMOUS_CODES, ProcType
 from apps.work.domain.states import (
@@ -26,7 +27,8 @@ class Workunit(models.Model):
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="workunits")
     app = models.ForeignKey("applications.App", on_delete=models.PROTECT, related_name="workunits")
     name = models.CharField(max_length=254)
-    create_time = models.DateTimeField(auto_now_add=True)
+    # The creating service's clock (its ``now``), not the wall clock: purge ages workunits by it.
+    create_time = models.DateTimeField(default=clock.now)
     batch = models.PositiveIntegerField(default=0, db_index=True)
     priority = models.IntegerField(default=0)
     command_line = models.CharField(max_length=1000, blank=True)

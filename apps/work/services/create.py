@@ -308,6 +308,7 @@ def _create_one(
         project=project,
         app=app,
         name=name,
+        create_time=now,
         batch=job.batch,
         priority=job.priority,
         command_line=job.command_line,
