@@ -1,5 +1,6 @@
 import hashlib
 import io
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from apps.applications.services import app_create
 from apps.projects.services import project_create
 from apps.work.domain.states import ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit
+from apps.work.services.create import JobSpec, workunits_create
 
 pytestmark = pytest.mark.django_db
 
@@ -233,3 +235,12 @@ def test_a_large_batch_refreshes_the_planner_statistics(project, monkeypatch):
     workunits_create(project=project, app=app, jobs=[JobSpec(name=f"bulk_{i}") for i in range(3)])
     assert _planner_has_statistics("work_result")
     assert _planner_has_statistics("work_workunit")
+
+
+def test_a_workunit_is_created_at_the_creating_services_clock(project):
+    # The purge ages workunits by create_time, against the clock its daemons are given.
+    earlier = datetime(2025, 3, 1, 8, 30, tzinfo=UTC)
+    app = project.apps.get(name="sim")
+    [wu] = workunits_create(project=project, app=app, jobs=[JobSpec(name="old")], now=earlier)
+    wu.refresh_from_db()
+    assert wu.create_time == earlier
