@@ -109,11 +109,13 @@ class BoincClient:
         exit_when_idle: bool = False,
         fetch_minimal_work: bool = True,
         ncpus: int | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         """Run the client with protocol §7's flags (``args`` e.g. --attach_project URL KEY).
 
         --fetch_minimal_work makes the client ask for work only once; a test that needs a
-        second job after the first turns it off. ``ncpus`` limits the CPUs it uses.
+        second job after the first turns it off. ``ncpus`` limits the CPUs it uses; ``env``
+        is added to its environment, which the apps it runs inherit.
         """
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "gui_rpc_auth.cfg").write_text(GUI_PASSWORD)
@@ -137,7 +139,12 @@ class BoincClient:
             # A session of its own: its app processes share its process group, so teardown
             # can end exactly those (a plain script app ignores the client's quit request).
             self.proc = subprocess.Popen(
-                command, cwd=self.dir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                command,
+                cwd=self.dir,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
             )
         wait_until(self._rpc_ready, timeout=15, what="the GUI RPC port", client=self)
 
