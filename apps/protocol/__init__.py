@@ -112,6 +112,7 @@ from apps.protocol.web_rpc import (
 )
 from apps.protocol.work_request import ResourceRequest, WorkRequest
 from apps.protocol.xmlsafe import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS
+from apps.protocol.xmlwrite import xml_safe_text
 
 __all__ = [
     "ANONYMOUS_PLATFORM",
@@ -210,4 +211,5 @@ __all__ = [
     "request_from_dict",
     "request_to_dict",
     "upload_certificate_text",
+    "xml_safe_text",
 ]

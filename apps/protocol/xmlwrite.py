@@ -51,6 +51,13 @@ def _text(tag: str, text: str, what: str = "value") -> str:
     return text.translate(_TEXT_ESCAPES) if _NEEDS_ESCAPE.search(text) is not None else text
 
 
+def xml_safe_text(text: str) -> str:
+    """``text`` with each character XML cannot carry replaced by ``?``, as the parser treats
+    control bytes on input: for names stored from outside the scheduler (accounts, teams,
+    venues) that a reply must carry whatever they hold."""
+    return text if text.isprintable() else _NOT_XML.sub("?", text)
+
+
 def _attributes(tag: str, attrib: dict[str, str]) -> str:
     parts = []
     for name, value in attrib.items():

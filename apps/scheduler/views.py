@@ -61,4 +61,13 @@ def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
         return HttpResponse(
             error_reply("Server error; please try again later.", request_delay=600), content_type=XML
         )
-    return HttpResponse(render_reply(reply), content_type=XML)
+    try:
+        body = render_reply(reply)
+    except ProtocolError:
+        # A bug (reply_build keeps stored names writable): the RPC has committed and the
+        # client will not see what it was sent, so log it, and still answer in XML.
+        logger.exception("scheduler %s: reply could not be written", slug)
+        return HttpResponse(
+            error_reply("Server error; please try again later.", request_delay=600), content_type=XML
+        )
+    return HttpResponse(body, content_type=XML)

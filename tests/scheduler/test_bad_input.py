@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from apps.hosts.models import Host
 from apps.protocol import parse_reply, render_request
-from tests.scheduler.conftest import make_request
+from tests.scheduler.conftest import make_jobs, make_request
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +85,15 @@ def test_mutated_requests_never_cause_a_server_error(client, project, account, c
     response = post(client, project, mutated)
     assert response.status_code == 200
     assert parse_reply(response.content) is not None
+
+
+def test_a_stored_name_xml_cannot_carry_still_gets_the_client_its_jobs(client, project, account, cpu_app):
+    # Names come from web forms and the admin, not only from the scheduler's own parser.
+    make_jobs(project, cpu_app, 2)
+    account.name = "bad\x01name"
+    account.save(update_fields=["name"])
+    response = post(client, project, render_request(make_request(account.authenticator)))
+    reply = parse_reply(response.content)
+    assert response.status_code == 200
+    assert reply.user_name == "bad?name"
+    assert len(reply.results) == 1
