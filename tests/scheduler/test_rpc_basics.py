@@ -8,7 +8,7 @@ import pytest
 from apps.hosts.models import Host
 from apps.work.domain.states import ClientState, Outcome, ServerState
 from apps.work.models import Result, Workunit
-from tests.scheduler.conftest import make_jobs, make_request, others, reported, rpc
+from tests.scheduler.conftest import GPU, make_jobs, make_request, others, reported, rpc
 
 pytestmark = pytest.mark.django_db
 
@@ -175,6 +175,27 @@ def test_reported_compute_error_is_a_client_error(client, project, account, cpu_
     )
     result.refresh_from_db()
     assert (result.outcome, result.exit_status, result.client_state) == (Outcome.CLIENT_ERROR, 1, 3)
+
+
+def test_an_unsigned_windows_exit_status_is_stored_as_the_clients_int(client, project, account, cpu_app):
+    make_jobs(project, cpu_app, 1)
+    first, result = _sent_result(client, project, account)
+    crash = reported(result.name, state=ClientState.COMPUTE_ERROR, exit_status=0xC0000005)
+    reply = rpc(
+        client,
+        project,
+        make_request(account.authenticator, hostid=first.hostid, rpc_seqno=1, results=(crash,)),
+    )
+    result.refresh_from_db()
+    assert reply.result_acks == (result.name,)
+    assert (result.outcome, result.exit_status) == (Outcome.CLIENT_ERROR, 0xC0000005 - 2**32)
+
+
+def test_an_implausible_gpu_compute_capability_is_stored_as_unknown(client, project, account, mixed_app):
+    gpu = replace(GPU, properties=(("have_cuda", "1"), ("major", "99999999999"), ("minor", "-1")))
+    reply = rpc(client, project, make_request(account.authenticator, coprocs=(gpu,)))
+    host = Host.objects.get(id=reply.hostid)
+    assert [(c.count, c.compute_capability) for c in host.coprocs.all()] == [(1, 0)]
 
 
 def test_duplicate_report_changes_nothing_and_is_still_acknowledged(client, project, account, cpu_app):

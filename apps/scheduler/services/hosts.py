@@ -153,11 +153,13 @@ def host_update(host: Host, req: SchedulerRequest, *, now: datetime, remote_addr
 
 
 def _compute_capability(properties: tuple[tuple[str, str], ...]) -> int:
+    """major × 100 + minor, or 0 (unknown) unless both are plausible (0-99)."""
     props = dict(properties)
     try:
-        return int(props.get("major", "0")) * 100 + int(props.get("minor", "0"))
+        major, minor = int(props.get("major", "0")), int(props.get("minor", "0"))
     except ValueError:
         return 0
+    return major * 100 + minor if 0 <= major < 100 and 0 <= minor < 100 else 0
 
 
 def coprocs_update(host: Host, req: SchedulerRequest, rows: list[HostCoproc] | None = None) -> None:

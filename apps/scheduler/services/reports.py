@@ -65,6 +65,12 @@ REPORTED_COLUMNS = (
 ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
 
 
+def c_int(value: int) -> int:
+    """An exit status as the client's C int holds it: Windows reports codes such as
+    0xC0000005 unsigned, and the column (like BOINC's) is a signed 32-bit integer."""
+    return value - 2**32 if value >= 2**31 else value
+
+
 def report_outcome(report: ReportedResult) -> Outcome:
     """Success only with files uploaded and exit status 0 (the client's own rule)."""
     if report.state == ClientState.FILES_UPLOADED and report.exit_status == 0:
@@ -129,7 +135,7 @@ def _apply_report(ctx: RpcContext, result: Result, report: ReportedResult) -> No
     result.outcome = outcome
     result.client_state = report.state
     result.received_time = ctx.now
-    result.exit_status = report.exit_status
+    result.exit_status = c_int(report.exit_status)
     result.cpu_time = report.final_cpu_time
     result.elapsed_time = report.final_elapsed_time
     result.stderr_out = report.stderr_out[:MAX_STDERR]
