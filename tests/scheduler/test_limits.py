@@ -8,7 +8,7 @@ import pytest
 from apps.core import clock
 from apps.hosts.models import HostAppVersion
 from apps.work.models import Result
-from tests.scheduler.conftest import make_jobs, make_request, reported, rpc
+from tests.scheduler.conftest import GPU, make_jobs, make_request, reported, rpc
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +55,29 @@ def test_daily_quota_starts_afresh_each_day_and_holds_all_day(client, project, a
         hostid = sent[0].hostid if sent else 0
         sent.append(rpc(client, project, big_request(account, hostid=hostid, rpc_seqno=seqno)))
     assert [len(r.results) for r in sent] == [8, 8, 0]
+
+
+def test_a_new_day_restarts_the_count_of_a_version_not_offered_in_its_first_request(
+    client, project, account, mixed_app, monkeypatch
+):
+    project.daily_result_quota = 1  # one GPU job a day on this one-GPU host
+    project.save()
+    make_jobs(project, mixed_app, 20)
+    gpu_ask = {"cpu_req_secs": 0.0, "work_req_seconds": 3600.0, "coprocs": (replace(GPU, req_secs=3600.0),)}
+    day1 = datetime(2026, 3, 1, 10, tzinfo=UTC)
+    asks = [  # the GPU is missing from the new day's first request (driver reinstalled, say)
+        (day1, gpu_ask),
+        (day1 + timedelta(hours=14, minutes=30), {"cpu_req_secs": 100.0}),
+        (day1 + timedelta(hours=16), gpu_ask),
+    ]
+    replies = []
+    for seqno, (when, ask) in enumerate(asks):
+        monkeypatch.setattr(clock, "now", lambda when=when: when)
+        hostid = replies[0].hostid if replies else 0
+        replies.append(
+            rpc(client, project, make_request(account.authenticator, hostid=hostid, rpc_seqno=seqno, **ask))
+        )
+    assert [[r.plan_class for r in reply.results] for reply in replies] == [["cuda"], [""], ["cuda"]]
 
 
 def test_crash_reduces_the_daily_quota_but_an_abort_does_not(client, project, account, cpu_app):

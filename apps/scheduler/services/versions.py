@@ -130,6 +130,7 @@ def host_versions(ctx: RpcContext) -> HostVersions:
         _anonymous_options(ctx, result, resources)
     else:
         _project_options(ctx, result, resources, catalog)
+    _roll_daily_counts(ctx, result)
     _apply_quotas(ctx, result)
     return result
 
@@ -217,11 +218,24 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
         )
 
 
+def _roll_daily_counts(ctx: RpcContext, out: HostVersions) -> None:
+    """On the first request of a new UTC day every host_app_version's n_jobs_today restarts,
+    not only those of versions offered now: a GPU absent this morning keeps no count from
+    yesterday into the afternoon."""
+    if ctx.previous_rpc_day == ctx.now.date():
+        return
+    for hav in out.havs.values():
+        rolled = roll_daily_count(hav_stats(hav), last_rpc_day=ctx.previous_rpc_day, now=ctx.now_unix)
+        if rolled.n_jobs_today != hav.n_jobs_today:
+            hav.n_jobs_today = rolled.n_jobs_today
+            out.dirty_havs[hav.pk] = hav
+
+
 def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
     """Each option's daily job limit (seed 003 host punishment), checked per job later.
 
-    n_jobs_today restarts on a new UTC day; the limit is max_jobs_per_day × CPUs (or GPUs
-    × gpu_multiplier), and 1 when the host has been punished down to 1.
+    The limit is max_jobs_per_day × CPUs (or GPUs × gpu_multiplier), and 1 when the host
+    has been punished down to 1.
     """
     host = ctx.host
     assert host is not None
@@ -233,12 +247,6 @@ def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
             key = out.hav_key(option)
             hav = out.havs.get(key)
             stats = hav_stats(hav) if hav is not None else HostAppVersionStats()
-            if hav is not None:
-                rolled = roll_daily_count(stats, last_rpc_day=ctx.previous_rpc_day, now=ctx.now_unix)
-                if rolled.n_jobs_today != hav.n_jobs_today:
-                    hav.n_jobs_today = rolled.n_jobs_today
-                    out.dirty_havs[hav.pk] = hav
-                stats = rolled
             out.quota_limits[key] = effective_daily_quota(
                 stats,
                 max_jobs_per_day_init=init,
