@@ -32,6 +32,9 @@ def test_app_max_jobs_in_progress_caps_the_host(client, project, account, cpu_ap
     first = rpc(client, project, big_request(account))
     second = rpc(client, project, big_request(account, hostid=first.hostid, rpc_seqno=1))
     assert (len(first.results), len(second.results)) == (3, 0)
+    assert [m.text for m in second.messages] == [
+        "No tasks sent: This computer has reached a limit on tasks in progress."
+    ]
 
 
 def test_daily_quota_stops_sending_and_says_so(client, project, account, cpu_app):
@@ -55,6 +58,19 @@ def test_daily_quota_starts_afresh_each_day_and_holds_all_day(client, project, a
         hostid = sent[0].hostid if sent else 0
         sent.append(rpc(client, project, big_request(account, hostid=hostid, rpc_seqno=seqno)))
     assert [len(r.results) for r in sent] == [8, 8, 0]
+
+
+def test_the_daily_quota_message_ignores_versions_for_resources_not_asked_for(
+    client, project, account, mixed_app
+):
+    project.daily_result_quota = 1
+    project.save()
+    make_jobs(project, mixed_app, 10)
+    idle_gpu = replace(GPU, req_secs=0.0, req_instances=0.0)
+    first = rpc(client, project, big_request(account, coprocs=(idle_gpu,)))
+    second = rpc(client, project, big_request(account, hostid=first.hostid, rpc_seqno=1, coprocs=(idle_gpu,)))
+    assert first.results and not second.results
+    assert any("daily quota" in m.text for m in second.messages)
 
 
 def test_a_new_day_restarts_the_count_of_a_version_not_offered_in_its_first_request(

@@ -110,6 +110,18 @@ def test_first_choice_gpu_switches_to_cpu_once_gpu_need_is_met(client, project, 
     assert kinds(reply).count("cpu") == 2
 
 
+def test_a_job_too_late_for_the_busy_gpu_goes_to_the_cpu_instead(client, project, account, mixed_app):
+    # 100 s a job on the CPU, 0.05 s on the GPU; the GPU's queue is 2 hours, the delay bound 1.
+    make_jobs(project, mixed_app, 10, delay_bound=3600)
+    gpu = replace(GPU, req_secs=600.0, req_instances=0.0, estimated_delay=7200.0)
+    reply = rpc(
+        client,
+        project,
+        make_request(account.authenticator, cpu_req_secs=250.0, work_req_seconds=600.0, coprocs=(gpu,)),
+    )
+    assert kinds(reply) == ["cpu", "cpu", "cpu"]
+
+
 def test_no_gpus_preference_gets_cpu_jobs_only(client, project, account, mixed_app):
     account.no_gpus = True
     account.save()

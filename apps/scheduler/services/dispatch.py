@@ -96,6 +96,7 @@ WINDOW_STEPS = (2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64
 # the typical job the next request is sized with. Only the window size depends on it.
 _typical_fpops: dict[int, float] = {}
 
+IN_PROGRESS_LIMIT_MESSAGE = "This computer has reached a limit on tasks in progress"
 INFEASIBLE_MESSAGES = {
     Infeasible.MEMORY: "Tasks need more memory than this computer has",
     Infeasible.DISK: "Tasks need more disk space than BOINC may use on this computer",
@@ -155,44 +156,58 @@ class Dispatcher:
                 )
             )
 
-    def option_for(self, result: Result) -> VersionOption | None:
-        options = [
-            o
-            for o in self.versions.options.get(result.app_id, ())
-            if self.limits.allows(o.app_id, o.proc_type)
-        ]
+    def _allowed(self, app_id: int) -> list[VersionOption]:
+        """The app's versions for resources still wanted, within the in-progress limits and
+        the daily quota; noting which limit left none, for the user's message."""
+        wanted = [o for o in self.versions.options.get(app_id, ()) if self.need.needs(o.proc_type)]
+        options = [o for o in wanted if self.limits.allows(o.app_id, o.proc_type)]
+        if wanted and not options:
+            self.ctx.no_work_reason(IN_PROGRESS_LIMIT_MESSAGE)
         allowed = [o for o in options if self.versions.quota_allows(o)]
         if options and not allowed:
-            self.versions.quota_reached.add(result.app_id)
-        return choose_version(allowed, self.need)
+            self.versions.quota_reached.add(app_id)
+        return allowed
+
+    def option_for(self, result: Result) -> VersionOption | None:
+        return choose_version(self._allowed(result.app_id), self.need)
 
     def try_send(self, result: Result, option: VersionOption | None = None) -> bool:
-        """Send ``result`` if this host can take it now; the caller holds its row lock."""
+        """Send ``result`` if this host can take it now; the caller holds its row lock.
+
+        A job that would miss its deadline on the chosen version's resource is offered to
+        the next resource still wanting work, as BOINC's per-resource passes would: a busy
+        GPU queue must not keep it from idle CPUs.
+        """
         wu = result.workunit
         if wu.error_mask or wu.id in self.wus_on_host or wu.id in self.wus_of_user:
             return False
         option = option or self.option_for(result)
-        if option is None:
-            return False
-        est_dur = estimated_duration(
-            fpops_est=wu.rsc_fpops_est,
-            projected_flops=option.projected_flops,
-            available_frac=self.need.available_frac(option.proc_type),
-        )
-        why = job_infeasible(
-            est_dur=est_dur,
-            estimated_delay=self.need.estimated_delay(option.proc_type),
-            delay_bound=wu.delay_bound,
-            rsc_memory_bound=wu.rsc_memory_bound,
-            rsc_disk_bound=wu.rsc_disk_bound,
-            limits=self.host_limits,
-            disk_used=self.disk_used,
-        )
-        if why is not None:
+        tried: set[ProcType] = set()
+        while option is not None:
+            est_dur = estimated_duration(
+                fpops_est=wu.rsc_fpops_est,
+                projected_flops=option.projected_flops,
+                available_frac=self.need.available_frac(option.proc_type),
+            )
+            why = job_infeasible(
+                est_dur=est_dur,
+                estimated_delay=self.need.estimated_delay(option.proc_type),
+                delay_bound=wu.delay_bound,
+                rsc_memory_bound=wu.rsc_memory_bound,
+                rsc_disk_bound=wu.rsc_disk_bound,
+                limits=self.host_limits,
+                disk_used=self.disk_used,
+            )
+            if why is None:
+                self.send(result, option, est_dur)
+                return True
             self.ctx.no_work_reason(INFEASIBLE_MESSAGES[why])
-            return False
-        self.send(result, option, est_dur)
-        return True
+            if why is not Infeasible.DEADLINE:
+                return False  # memory and disk are the host's, whichever version runs it
+            tried.add(option.proc_type)
+            others = [o for o in self._allowed(result.app_id) if o.proc_type not in tried]
+            option = choose_version(others, self.need)
+        return False
 
     # --- sending ------------------------------------------------------------------------
     def send(self, result: Result, option: VersionOption, est_dur: float) -> None:
