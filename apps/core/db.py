@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -326,6 +327,24 @@ def use_generic_plans() -> None:
         if not conn.in_atomic_block:
             raise RuntimeError("use_generic_plans() outside a transaction would last for the session")
         execute("SET LOCAL plan_cache_mode = force_generic_plan")
+
+
+def advisory_xact_lock(name: str) -> None:
+    """Wait for, then hold until the transaction ends, PostgreSQL's advisory lock ``name``.
+
+    For rules row locks cannot enforce, such as one result per user per workunit across the
+    user's hosts. Other databases have one writer at a time: nothing to do.
+    """
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.vendor == "postgresql":
+        if not conn.in_atomic_block:
+            raise RuntimeError("advisory_xact_lock() outside a transaction would not be held")
+        fetch_rows("SELECT pg_advisory_xact_lock(%s)", [advisory_key(name)])
+
+
+def advisory_key(name: str) -> int:
+    """The 64-bit key PostgreSQL's advisory lock functions take, for a lock's name."""
+    return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
 
 
 def fetch_rows(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

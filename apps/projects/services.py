@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
 from apps.core import clock
+from apps.core.db import advisory_key
 from apps.core.domain.signing import generate_key_pair
 from apps.projects.models import DaemonRun, Project
 
@@ -148,7 +148,7 @@ def daemon_lock(name: str) -> Iterator[bool]:
     if connection.vendor != "postgresql":
         yield True
         return
-    key = int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
+    key = advisory_key(name)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
         held = bool(cursor.fetchone()[0])

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection, connections
 
 from apps.core import clock
-from apps.scheduler.services import scheduler_request_handle
+from apps.scheduler.services import dispatch, scheduler_request_handle
 from apps.work.domain.states import ServerState
 from apps.work.models import Result
 from tests.scheduler.conftest import make_jobs, make_request
@@ -75,3 +75,50 @@ def test_concurrent_hosts_get_every_job_exactly_once(project, account, cpu_app):
         # SQLite's write lock is not fair, and one host may legitimately win every round.
         per_host = Counter(Result.objects.values_list("host_id", flat=True))
         assert len(per_host) > 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one RPC at a time")
+def test_two_hosts_of_one_user_at_once_never_get_both_results_of_a_workunit(
+    project, account, cpu_app, monkeypatch
+):
+    project.one_result_per_user_per_wu = True
+    project.save()
+    make_jobs(project, cpu_app, 10, min_quorum=2, target_nresults=2)
+    dispatch._typical_fpops[cpu_app.id] = 1e11  # windows sized to the request, as after earlier RPCs
+    # Host A pauses just before writing its sends, until B is about to write its own (or 2 s):
+    # without a rule across the user's hosts, B reads the candidates A holds back.
+    a_waits, b_writes = threading.Event(), threading.Event()
+    flush = dispatch.Dispatcher.flush
+
+    def paused_flush(self):
+        if threading.current_thread().name == "A":
+            a_waits.set()
+            b_writes.wait(2)
+        else:
+            b_writes.set()
+        flush(self)
+
+    monkeypatch.setattr(dispatch.Dispatcher, "flush", paused_flush)
+    errors: list[BaseException] = []
+
+    def rpc(name: str) -> None:
+        try:
+            base = make_request(account.authenticator, cpu_req_secs=250.0, work_req_seconds=250.0)
+            req = replace(base, host_info=replace(base.host_info, host_cpid=f"cpid-{name}"))
+            scheduler_request_handle(project=project, req=req, now=clock.now())
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    a = threading.Thread(target=rpc, args=("A",), name="A")
+    a.start()
+    assert a_waits.wait(20)
+    b = threading.Thread(target=rpc, args=("B",), name="B")
+    b.start()
+    a.join(30)
+    b.join(30)
+    assert not errors
+    per_workunit = Counter(Result.objects.filter(account=account).values_list("workunit_id", flat=True))
+    assert sum(per_workunit.values()) == 6  # 250 s of 100-second jobs, to each host
+    assert max(per_workunit.values()) == 1

@@ -69,7 +69,8 @@ def test_the_daily_quota_message_ignores_versions_for_resources_not_asked_for(
     idle_gpu = replace(GPU, req_secs=0.0, req_instances=0.0)
     first = rpc(client, project, big_request(account, coprocs=(idle_gpu,)))
     second = rpc(client, project, big_request(account, hostid=first.hostid, rpc_seqno=1, coprocs=(idle_gpu,)))
-    assert first.results and not second.results
+    assert first.results
+    assert not second.results
     assert any("daily quota" in m.text for m in second.messages)
 
 

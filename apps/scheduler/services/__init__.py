@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from apps.core.db import use_generic_plans
+from apps.core.db import advisory_xact_lock, use_generic_plans
 from apps.core.domain.resources import ProcType
 from apps.projects.models import Project
 from apps.protocol import SchedulerReply, SchedulerRequest
@@ -68,6 +68,10 @@ def scheduler_request_handle(
                 messages=(_notice(BAD_AUTHENTICATOR),),
                 request_delay=3600,
             )
+        if project.one_result_per_user_per_wu:
+            # The rule spans the user's hosts, whose RPCs would otherwise each see only the
+            # other's committed results: take them one at a time.
+            advisory_xact_lock(f"scheduler.user:{ctx.account.pk}")
         ctx.host = host_identify(ctx)
         ctx.apps = project_catalog(project).apps
         host_app_versions_lock(ctx)
