@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 from collections.abc import Callable
 
@@ -39,6 +40,10 @@ ERR_GENERIC = -1  # what the stock pages send for a missing or malformed argumen
 MD5_HEX_LEN = 32
 MAX_NAME_LEN = Account._meta.get_field("name").max_length or 200
 MAX_EMAIL_LEN = Account._meta.get_field("email_addr").max_length or 254
+# C0 and C1 controls (tab and newline too): invisible in a name, and XML cannot carry most.
+_CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Lone surrogates and U+FFFE/U+FFFF: not text, so no XML reply could carry the name.
+_NON_CHARACTERS = re.compile("[\ud800-\udfff\ufffe\uffff]")
 
 
 class AccountRpcError(Exception):
@@ -59,6 +64,10 @@ def user_name_problem(name: str) -> str | None:
         return "user name cannot have leading or trailing white space"
     if not name:
         return "user name must be nonempty"
+    if _CONTROL_CHARS.search(name):
+        return "user name may not contain control characters"
+    if _NON_CHARACTERS.search(name):
+        return "user name may not contain invalid Unicode characters"
     if "<" in name or ">" in name:
         return "user name may not contain HTML tags"
     if name.replace(".", "", 1).isdigit():
@@ -224,8 +233,17 @@ def _error(exc: AccountRpcError) -> HttpResponse:
     return _xml(render_error(exc.error_num, exc.message))
 
 
-def _required(request: HttpRequest, name: str) -> str:
+def _param(request: HttpRequest, name: str) -> str | None:
+    """A query parameter as given; every parameter these pages read comes through here."""
     value = request.GET.get(name)
+    if value is not None and "\x00" in value:
+        # No database text column can hold NUL (PostgreSQL refuses it outright).
+        raise AccountRpcError(ERR_GENERIC, f"bad parameter: {name} may not contain NUL characters")
+    return value
+
+
+def _required(request: HttpRequest, name: str) -> str:
+    value = _param(request, name)
     if value is None or not value.strip():
         raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
     return value
@@ -233,7 +251,7 @@ def _required(request: HttpRequest, name: str) -> str:
 
 def _present(request: HttpRequest, name: str) -> str:
     """A parameter that must be there but may be empty (checked by the service)."""
-    value = request.GET.get(name)
+    value = _param(request, name)
     if value is None:
         raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
     return value
@@ -272,7 +290,7 @@ def lookup_account(request: HttpRequest, project: Project) -> bytes:
     account = account_lookup(
         project=project,
         email_addr=_required(request, "email_addr"),
-        passwd_hash=request.GET.get("passwd_hash") or None,
+        passwd_hash=_param(request, "passwd_hash") or None,
     )
     return render_account_out(None if account is None else account.authenticator)
 
@@ -284,7 +302,7 @@ def create_account(request: HttpRequest, project: Project) -> bytes:
         email_addr=_required(request, "email_addr"),
         passwd_hash=_required(request, "passwd_hash"),
         user_name=_present(request, "user_name"),
-        team_name=request.GET.get("team_name", ""),
+        team_name=_param(request, "team_name") or "",
     )
     return render_account_out(account.authenticator)
 

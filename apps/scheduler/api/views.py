@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.exceptions import ParseError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,7 +18,9 @@ from rest_framework.views import APIView
 from apps.core import clock
 from apps.projects.models import Project
 from apps.protocol import ProtocolError, reply_to_dict, request_from_dict
+from apps.scheduler.api.parsers import SchedulerJSONParser
 from apps.scheduler.services import scheduler_request_handle
+from apps.scheduler.views import read_body
 
 logger = logging.getLogger(__name__)
 
@@ -35,11 +40,13 @@ class SchedulerJsonView(APIView):
     """POST a scheduler_request as JSON; get the scheduler_reply as JSON.
 
     Field names are BOINC's (see the XML protocol); the account key is inside the body,
-    so the endpoint takes no other authentication.
+    so the endpoint takes no other authentication. Every error is JSON: 413 for a body
+    over COBBLESTONE_MAX_REQUEST_BYTES (the XML face's limit), 400 for a bad one.
     """
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    parser_classes = [SchedulerJSONParser]
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,
@@ -49,10 +56,20 @@ class SchedulerJsonView(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         project = get_object_or_404(Project, slug=slug)
-        if not isinstance(request.data, dict):
+        limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
+        # Read as the XML face reads, not through request.data: Django's own size check
+        # there answers with an HTML page, and at another limit.
+        body = read_body(request._request, limit)
+        if body is None:
+            return Response({"error": f"Request too large (limit {limit} bytes)."}, status=413)
+        try:
+            data = SchedulerJSONParser().parse(io.BytesIO(body))
+        except ParseError as exc:
+            return Response({"error": str(exc.detail)}, status=400)
+        if not isinstance(data, dict):
             return Response({"error": "the body must be a JSON object"}, status=400)
         try:
-            req = request_from_dict(request.data)
+            req = request_from_dict(data)
         except ProtocolError as exc:
             return Response({"error": f"Bad scheduler request: {exc}"}, status=400)
         try:
