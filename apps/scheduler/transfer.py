@@ -275,7 +275,11 @@ def file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
     stream and request.POST is never touched (it would parse, and buffer, the file).
     """
     if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
+        response = _upload_reply(
+            UploadOutcome.refuse("The upload handler takes uploads sent by POST"), status=405
+        )
+        response["Allow"] = "POST"
+        return response
     project = None
     try:
         project = Project.objects.filter(slug=slug).first()

@@ -2,7 +2,8 @@
 
 The client labels the body application/x-www-form-urlencoded, so the view reads the raw
 body and never touches request.POST; it is exempt from CSRF. Whatever goes wrong, the
-client gets a well-formed <scheduler_reply> (or 413 for an oversized body), never a 500.
+client gets a well-formed <scheduler_reply>, never a 500; the HTTP status says what kind of
+refusal it is (404 no such project, 405 not a POST, 413 too large, 400/415 an unreadable body).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
@@ -22,31 +23,56 @@ logger = logging.getLogger(__name__)
 XML = "text/xml; charset=utf-8"
 
 
-def read_body(request: HttpRequest, limit: int) -> bytes | None:
-    """The raw body, or None if it is larger than ``limit`` (read no further than that)."""
+class BodyRefused(Exception):
+    """A request body the server will not read: the HTTP status and the reason to show."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def read_body(request: HttpRequest, limit: int) -> bytes:
+    """The raw body, read no further than ``limit`` bytes.
+
+    Raises BodyRefused: 413 for a body over the limit, 400 for a Content-Length that is
+    not a number, 415 for a compressed body (no BOINC client sends one, and decoding it
+    would let a small request grow past the limit).
+    """
+    encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise BodyRefused(
+            415, f"Content-Encoding {encoding[:40]!r} is not accepted; send the request uncompressed."
+        )
     declared = request.META.get("CONTENT_LENGTH") or "0"
     try:
-        if int(declared) > limit:
-            return None
+        length = int(declared)
     except ValueError:
-        return None
+        raise BodyRefused(400, "Content-Length is not a number.") from None
+    if length > limit:
+        raise BodyRefused(413, f"Request too large (limit {limit} bytes).")
     body = request.read(limit + 1)
-    return None if len(body) > limit else body
+    if len(body) > limit:
+        raise BodyRefused(413, f"Request too large (limit {limit} bytes).")
+    return body
 
 
 @csrf_exempt
 def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
+        response = HttpResponse(
+            error_reply("The scheduler takes a scheduler_request sent by POST."), status=405, content_type=XML
+        )
+        response["Allow"] = "POST"
+        return response
     project = project_by_slug(slug)
     if project is None:
-        raise Http404("No such project.")
+        return HttpResponse(error_reply("No project at this URL."), status=404, content_type=XML)
     limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
-    body = read_body(request, limit)
-    if body is None:
-        return HttpResponse(
-            error_reply(f"Request too large (limit {limit} bytes)."), status=413, content_type=XML
-        )
+    try:
+        body = read_body(request, limit)
+    except BodyRefused as refused:
+        return HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
     try:
         req = parse_request(body, max_bytes=limit)
     except ProtocolError as exc:

@@ -195,8 +195,11 @@ def test_unexpected_failure_is_a_transient_error_and_is_counted(client, project,
     assert DaemonRun.objects.get(project=project, daemon="upload").errors == 1
 
 
-def test_get_is_not_allowed(client, project):
-    assert client.get(f"/{project.slug}/file_upload_handler").status_code == 405
+def test_get_is_405_with_a_permanent_status(client, project):
+    response = client.get(f"/{project.slug}/file_upload_handler")
+    assert response.status_code == 405
+    assert response["Allow"] == "POST"
+    assert b"<status>-1</status>" in response.content
 
 
 def test_unknown_project_is_a_404_with_a_permanent_status(client, db):

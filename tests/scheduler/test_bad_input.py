@@ -1,4 +1,6 @@
-"""Hostile or broken requests get a well-formed reply (or 413) and change nothing."""
+"""Hostile or broken requests get a well-formed reply and change nothing."""
+
+import gzip
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -63,8 +65,43 @@ def test_body_over_the_limit_is_413_with_a_reply(client, project, settings):
     assert b"<scheduler_reply>" in response.content
 
 
-def test_get_is_not_allowed(client, project):
-    assert client.get(f"/{project.slug}/cgi").status_code == 405
+def test_get_is_405_with_a_reply_saying_to_post(client, project):
+    response = client.get(f"/{project.slug}/cgi")
+    assert response.status_code == 405
+    assert response["Allow"] == "POST"
+    assert "sent by POST" in parse_reply(response.content).messages[0].text
+
+
+def test_an_unknown_project_is_404_with_a_reply(client, db):
+    response = client.post("/nosuch/cgi", data=b"<scheduler_request/>", content_type="text/xml")
+    assert response.status_code == 404
+    assert parse_reply(response.content).messages[0].text == "No project at this URL."
+
+
+def test_a_content_length_that_is_not_a_number_is_400_and_writes_nothing(client, project, account):
+    body = render_request(make_request(account.authenticator))
+    response = client.post(
+        f"/{project.slug}/cgi",
+        data=body,
+        content_type="application/x-www-form-urlencoded",
+        CONTENT_LENGTH="12x",
+    )
+    assert response.status_code == 400
+    assert parse_reply(response.content).messages[0].text == "Content-Length is not a number."
+    assert Host.objects.count() == 0
+
+
+def test_a_compressed_body_is_415_and_writes_nothing(client, project, account):
+    body = gzip.compress(render_request(make_request(account.authenticator)))
+    response = client.post(
+        f"/{project.slug}/cgi",
+        data=body,
+        content_type="application/x-www-form-urlencoded",
+        HTTP_CONTENT_ENCODING="gzip",
+    )
+    assert response.status_code == 415
+    assert "send the request uncompressed" in parse_reply(response.content).messages[0].text
+    assert Host.objects.count() == 0
 
 
 def test_json_face_rejects_bad_json_values_with_400(client, project, account):

@@ -3,6 +3,7 @@ never a 500 or 503, and write nothing they should not."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import Any
 
@@ -111,4 +112,23 @@ def test_a_body_over_the_limit_is_413_with_a_json_error(client, project, account
     response = post_json(client, project, json.dumps(first_request(account, domain_name="x" * 20_000)))
     assert response.status_code == 413
     assert response.json() == {"error": "Request too large (limit 10000 bytes)."}
+    assert not Host.objects.exists()
+
+
+def test_an_unknown_project_is_a_json_404(client, db):
+    response = client.post("/api/v1/projects/nosuch/scheduler/", data="{}", content_type="application/json")
+    assert response.status_code == 404
+    assert response.json() == {"error": "No project at this URL."}
+
+
+def test_a_compressed_body_is_a_json_415_and_writes_nothing(client, project, account):
+    body = gzip.compress(json.dumps(first_request(account)).encode())
+    response = client.post(
+        f"/api/v1/projects/{project.slug}/scheduler/",
+        data=body,
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING="gzip",
+    )
+    assert response.status_code == 415
+    assert "send the request uncompressed" in response.json()["error"]
     assert not Host.objects.exists()

@@ -6,7 +6,6 @@ import io
 import logging
 
 from django.conf import settings
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.exceptions import ParseError
@@ -20,7 +19,7 @@ from apps.projects.models import Project
 from apps.protocol import ProtocolError, reply_to_dict, request_from_dict
 from apps.scheduler.api.parsers import SchedulerJSONParser
 from apps.scheduler.services import scheduler_request_handle
-from apps.scheduler.views import read_body
+from apps.scheduler.views import BodyRefused, read_body
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +40,8 @@ class SchedulerJsonView(APIView):
 
     Field names are BOINC's (see the XML protocol); the account key is inside the body,
     so the endpoint takes no other authentication. Every error is JSON: 413 for a body
-    over COBBLESTONE_MAX_REQUEST_BYTES (the XML face's limit), 400 for a bad one.
+    over COBBLESTONE_MAX_REQUEST_BYTES (the XML face's limit), 415 for a compressed one,
+    400 for a bad one.
     """
 
     authentication_classes: list = []
@@ -55,13 +55,16 @@ class SchedulerJsonView(APIView):
         summary="Scheduler RPC (JSON)",
     )
     def post(self, request: Request, slug: str) -> Response:
-        project = get_object_or_404(Project, slug=slug)
+        project = Project.objects.filter(slug=slug).first()
+        if project is None:
+            return Response({"error": "No project at this URL."}, status=404)
         limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
         # Read as the XML face reads, not through request.data: Django's own size check
         # there answers with an HTML page, and at another limit.
-        body = read_body(request._request, limit)
-        if body is None:
-            return Response({"error": f"Request too large (limit {limit} bytes)."}, status=413)
+        try:
+            body = read_body(request._request, limit)
+        except BodyRefused as refused:
+            return Response({"error": refused.message}, status=refused.status)
         try:
             data = SchedulerJSONParser().parse(io.BytesIO(body))
         except ParseError as exc:
