@@ -12,6 +12,8 @@ from apps.credit.domain import (
     Rule,
     claimed_credit,
     claimed_pfc,
+    probation_on_send,
+    probation_on_valid,
 )
 from tests.credit.builders import (
     FPOPS_BOUND,
@@ -25,6 +27,8 @@ from tests.credit.builders import (
     hav,
     job,
 )
+
+PROBATION = CreditPolicy(host_scale_check=True)
 
 
 def claim(j=None, *, h=None, av="default", min_avg_pfc=0.0, now=NOW, policy=SEED_POLICY):
@@ -88,6 +92,19 @@ def test_pfc_over_bound_puts_host_on_probation_and_resets_error_rate():
     assert c.host_app_version.error_rate == ERROR_RATE_INIT
 
 
+def test_pfc_over_bound_clears_an_expired_probation_clock_so_the_next_send_starts_one():
+    c = claim(job(elapsed_time=1e6), h=hav(scale_probation=False, host_scale_time=NOW - 100.0))
+    assert (c.host_app_version.scale_probation, c.host_app_version.host_scale_time) == (True, 0.0)
+    sent = probation_on_send(c.host_app_version, delay_bound=86400.0, now=NOW + 10.0, policy=PROBATION)
+    assert sent.host_scale_time == NOW + 10.0 + 86400.0
+    assert probation_on_valid(sent, now=NOW + 3600.0).scale_probation is True
+
+
+def test_pfc_over_bound_keeps_a_running_probation_clock():
+    c = claim(job(elapsed_time=1e6), h=hav(scale_probation=True, host_scale_time=NOW + 500.0))
+    assert c.host_app_version.host_scale_time == NOW + 500.0
+
+
 def test_pfc_over_bound_updates_no_statistics():
     h = hav()
     c = claim(job(elapsed_time=1e6), h=h)
@@ -108,6 +125,11 @@ def test_anonymous_with_min_avg_pfc_and_settled_host_normalizes_to_min_avg_pfc()
     assert c.pfc == PFC * 3.0 / 4.0
     assert c.approx is False
     assert c.branch is ClaimBranch.ANONYMOUS
+
+
+def test_anonymous_host_factor_is_capped_at_10():
+    c = claim(anonymous_job(), h=hav(pfc=Average(n=20, avg=0.01)), av=None, min_avg_pfc=1.0)
+    assert c.pfc == PFC * 10.0
 
 
 def test_anonymous_with_min_avg_pfc_and_unsettled_host_claims_min_avg_pfc_times_fpops_est():

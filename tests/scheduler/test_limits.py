@@ -7,8 +7,9 @@ import pytest
 
 from apps.core import clock
 from apps.hosts.models import HostAppVersion
+from apps.protocol import ClientAppVersion
 from apps.work.models import Result
-from tests.scheduler.conftest import GPU, make_jobs, make_request, reported, rpc
+from tests.scheduler.conftest import GPU, PLATFORM, make_jobs, make_request, reported, rpc
 
 pytestmark = pytest.mark.django_db
 
@@ -188,3 +189,34 @@ def test_runtime_estimate_uses_the_hosts_elapsed_time_statistics(client, project
     HostAppVersion.objects.update(et_n=12, et_avg=2e-10)
     second = rpc(client, project, make_request(account.authenticator, hostid=first.hostid, rpc_seqno=1))
     assert second.app_versions[0].flops == pytest.approx(5e9)
+
+
+def anonymous_request(account, **kw):
+    version = ClientAppVersion(
+        app_name="cpuapp", version_num=100, platform=PLATFORM, avg_ncpus=1.0, flops=1e9
+    )
+    return make_request(account.authenticator, platform_name="anonymous", app_versions=(version,), **kw)
+
+
+def test_anonymous_platform_sends_the_workunit_as_the_client_expects_until_statistics_exist(
+    client, project, account, cpu_app
+):
+    [wu] = make_jobs(project, cpu_app, 1, fpops_est=1e11)
+    reply = rpc(client, project, anonymous_request(account))
+    assert [w.rsc_fpops_est for w in reply.workunits] == [pytest.approx(1e11)]
+    assert [w.rsc_fpops_bound for w in reply.workunits] == [pytest.approx(wu.rsc_fpops_bound)]
+
+
+def test_anonymous_platform_runtime_uses_the_hosts_elapsed_time_statistics(client, project, account, cpu_app):
+    wus = {wu.name: wu for wu in make_jobs(project, cpu_app, 2, fpops_est=1e11)}
+    first = rpc(client, project, anonymous_request(account, cpu_req_secs=1.0))
+    # Twelve samples saying this host runs the client's version at 4e9 FLOPS, where the
+    # client's app_info says 1e9: the client estimates runtimes from its own 1e9, so the
+    # workunit is sent a quarter as large, and so is its bound.
+    HostAppVersion.objects.update(et_n=12, et_avg=2.5e-10)
+    second = rpc(client, project, anonymous_request(account, hostid=first.hostid, rpc_seqno=1))
+    [sent] = second.workunits
+    assert sent.rsc_fpops_est == pytest.approx(0.25e11)
+    assert sent.rsc_fpops_bound == pytest.approx(wus[sent.name].rsc_fpops_bound / 4)
+    result = Result.objects.get(name=second.results[0].name)
+    assert result.workunit.rsc_fpops_est == pytest.approx(1e11)  # the stored workunit is unchanged

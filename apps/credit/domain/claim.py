@@ -149,8 +149,10 @@ def claimed_pfc(
 
     if fails_sanity_check(pfc, job.fpops_bound):
         # A one-time cheat or a broken host: default credit, no statistics, and suspicion:
-        # no host scaling until the next validation, and "replicate for a while".
-        suspect = replace(hav, scale_probation=True, error_rate=ERROR_RATE_INIT)
+        # back on probation, and "replicate for a while". A probation clock that has run
+        # out is cleared, so the next send starts a new period (a running one is kept).
+        clock = hav.host_scale_time if hav.host_scale_time > now else 0.0
+        suspect = replace(hav, scale_probation=True, host_scale_time=clock, error_rate=ERROR_RATE_INIT)
         return _claim(default, True, suspect, ClaimBranch.OVER_BOUND, default, outlier)
 
     scaling = host_scaling_allowed(hav, now=now, policy=policy)
@@ -191,12 +193,13 @@ def _anonymous_pfc(
     """Anonymous platform: normalize by app.min_avg_pfc / host_app_version.pfc_avg.
 
     ``default`` is app.min_avg_pfc * fpops_est, or fpops_est when min_avg_pfc is undefined.
-    The seed's pseudo-code does not cap this factor at 10; neither does this.
+    The factor is a host scaling factor, so the seed's cheat-prevention cap applies ("the
+    host scaling factor will be min'd with a constant"); BOINC's code leaves it uncapped.
     """
     if min_avg_pfc <= 0:
         return default, True
     if scaling and hav.pfc.above(policy.min_host_samples) and hav.pfc.avg > 0:
-        return pfc * min_avg_pfc / hav.pfc.avg, False
+        return pfc * min(min_avg_pfc / hav.pfc.avg, policy.host_scale_max), False
     return default, True
 
 

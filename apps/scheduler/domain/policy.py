@@ -165,6 +165,9 @@ class VersionOption:
     avg_ncpus: float
     gpu_usage: float
     anonymous: bool = False
+    # Anonymous platform: the client's FLOPS over ours. The client estimates runtimes from
+    # its own FLOPS, so the workunit's fpops_est and bound are sent multiplied by this.
+    rsc_fpops_scale: float = 1.0
 
 
 def choose_version(options: Iterable[VersionOption], need: WorkNeed) -> VersionOption | None:

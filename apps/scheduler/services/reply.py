@@ -156,8 +156,8 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
                 name=wu.name,
                 app_name=app_name,
                 command_line=wu.command_line,
-                rsc_fpops_est=wu.rsc_fpops_est,
-                rsc_fpops_bound=wu.rsc_fpops_bound,
+                rsc_fpops_est=wu.rsc_fpops_est * job.option.rsc_fpops_scale,
+                rsc_fpops_bound=wu.rsc_fpops_bound * job.option.rsc_fpops_scale,
                 rsc_memory_bound=wu.rsc_memory_bound,
                 rsc_disk_bound=wu.rsc_disk_bound,
                 file_refs=tuple(

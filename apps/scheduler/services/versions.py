@@ -18,7 +18,7 @@ from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import HAV_STAT_FIELDS, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import effective_daily_quota, roll_daily_count
-from apps.credit.domain.runtime import estimate_flops
+from apps.credit.domain.runtime import FlopsSource, estimate_flops
 from apps.credit.domain.stats import HostAppVersionStats
 from apps.hosts.models import HostAppVersion
 from apps.protocol import ClientAppVersion
@@ -198,11 +198,12 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
             continue
         peak = cav.avg_ncpus * resources.p_fpops + (gpu_usage * gpu_info.peak_flops if gpu_info else 0.0)
         hav = out.havs.get((app.id, None, proc_type.value))
-        flops = (
-            cav.flops
-            if cav.flops > 0
-            else estimate_flops(peak_flops=peak, hav_et=hav.et if hav else None).flops
-        )
+        # The client's own FLOPS figure (6.12+ clients always send one), corrected by this
+        # host's elapsed-time statistics once they pass the threshold (seed 003).
+        claimed = cav.flops if cav.flops > 0 else peak
+        estimate = estimate_flops(peak_flops=claimed, hav_et=hav.et if hav else None)
+        flops = estimate.flops
+        scale = claimed / flops if estimate.source is FlopsSource.HOST_ET and flops > 0 else 1.0
         out.client_versions[index] = cav
         out.options[app.id].append(
             VersionOption(
@@ -214,6 +215,7 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
                 avg_ncpus=cav.avg_ncpus,
                 gpu_usage=gpu_usage,
                 anonymous=True,
+                rsc_fpops_scale=scale,
             )
         )
 
