@@ -49,6 +49,14 @@ def _assimilated(result: Result, open_name: str) -> str:
     return (Path(result.workunit.assimilated_path) / output.name).read_text()
 
 
+def _step_results(seq, **filters) -> list[Result]:
+    return list(
+        Result.objects.filter(workunit__sequence=seq, **filters)
+        .select_related("workunit")
+        .order_by("workunit__sequence_index", "id")
+    )
+
+
 def test_the_client_chains_state_files_through_a_sequence(boinc_client, base_url, tmp_path):
     e2e = make_e2e_project(slug="seq", script=SEQ_WORKER)
     spec = _chain_spec("chain", tmp_path, max_result_time=3600, restartable_every=2)
@@ -66,11 +74,7 @@ def test_the_client_chains_state_files_through_a_sequence(boinc_client, base_url
     wait_until(all_reported, timeout=150, what=f"the {LENGTH} steps' reports", client=client)
 
     call_command("run_daemons", "--once")
-    results = list(
-        Result.objects.filter(workunit__sequence=seq)
-        .select_related("workunit")
-        .order_by("workunit__sequence_index")
-    )
+    results = _step_results(seq)
     assert [r.outcome for r in results] == [Outcome.SUCCESS] * LENGTH
     # Each step saw its predecessor's state: the report of step k counts k + 2 lines.
     assert [_assimilated(r, "out.txt").strip() for r in results] == [str(k + 2) for k in range(LENGTH)]
@@ -78,14 +82,6 @@ def test_the_client_chains_state_files_through_a_sequence(boinc_client, base_url
     assert _assimilated(results[-1], "state.txt") == "initial state\n" + "step done\n" * LENGTH
     seq.refresh_from_db()
     assert seq.state == SequenceState.ENDED
-
-
-def _step_results(seq, **filters) -> list[Result]:
-    return list(
-        Result.objects.filter(workunit__sequence=seq, **filters)
-        .select_related("workunit")
-        .order_by("workunit__sequence_index", "id")
-    )
 
 
 def test_a_sequence_moves_to_a_second_client_when_the_first_vanishes(boinc_client, base_url, tmp_path):

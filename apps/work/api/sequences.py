@@ -20,11 +20,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.applications.models import App
+from apps.core.api import NameLookupMixin
 from apps.projects.models import Project
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
 from apps.work.api.views import job_spec
 from apps.work.models import WorkSequence
 from apps.work.services import WorkError
+from apps.work.services.create import INT32_MAX
+from apps.work.services.sequence_steps import MAX_STEPS_PER_CALL
 from apps.work.services.sequences import (
     SequenceSpec,
     sequence_create,
@@ -80,20 +83,24 @@ class SequenceCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     appname = serializers.CharField(max_length=100)
     max_result_time = serializers.FloatField(min_value=1)
-    length = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
-    initial_steps = serializers.IntegerField(min_value=1, default=3)
-    restartable_every = serializers.IntegerField(min_value=0, default=0)
+    length = serializers.IntegerField(
+        min_value=1, max_value=MAX_STEPS_PER_CALL, required=False, allow_null=True, default=None
+    )
+    initial_steps = serializers.IntegerField(min_value=1, max_value=MAX_STEPS_PER_CALL, default=3)
+    restartable_every = serializers.IntegerField(min_value=0, max_value=INT32_MAX, default=0)
     step = JobSpecSerializer(help_text="Every step's template; its inputs are step 0's only")
     outputs = SequenceOutputSerializer(many=True, allow_empty=False)
     shared_inputs = InputSpecSerializer(many=True, required=False, default=list)
 
 
 class ExtendSerializer(serializers.Serializer):
-    steps = serializers.IntegerField(min_value=1, max_value=10000)
+    steps = serializers.IntegerField(min_value=1, max_value=MAX_STEPS_PER_CALL)
     final = serializers.BooleanField(default=False)
 
 
-class WorkSequenceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class WorkSequenceViewSet(
+    NameLookupMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Work sequences of a project with their progress; POST creates one (create_work --sequence)."""
 
     serializer_class = WorkSequenceSerializer

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.work.models import Result, Workunit
+from apps.work.services.create import INT32_MAX, INT64_MAX, MAX_REPLICAS, MAX_WORKUNIT_NAME_BYTES
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -79,26 +80,32 @@ class InputSpecSerializer(serializers.Serializer):
 
 class OutputSpecSerializer(serializers.Serializer):
     open_name = serializers.CharField(max_length=254)
-    max_nbytes = serializers.IntegerField(min_value=1)
+    max_nbytes = serializers.IntegerField(min_value=1, max_value=INT64_MAX)
     gzip_when_done = serializers.BooleanField(default=False)
     optional = serializers.BooleanField(default=False)
 
 
+def _replicas(minimum: int) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=minimum, max_value=MAX_REPLICAS, required=False)
+
+
 class JobSpecSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=254, required=False, allow_blank=True)
+    name = serializers.CharField(max_length=MAX_WORKUNIT_NAME_BYTES, required=False, allow_blank=True)
     command_line = serializers.CharField(max_length=1000, required=False, allow_blank=True)
     rsc_fpops_est = serializers.FloatField(min_value=0, required=False)
     rsc_fpops_bound = serializers.FloatField(min_value=0, required=False)
     rsc_memory_bound = serializers.FloatField(min_value=0, required=False)
     rsc_disk_bound = serializers.FloatField(min_value=0, required=False)
     delay_bound = serializers.FloatField(min_value=1, required=False)
-    min_quorum = serializers.IntegerField(min_value=1, required=False)
-    target_nresults = serializers.IntegerField(min_value=1, required=False)
-    max_error_results = serializers.IntegerField(min_value=0, required=False)
-    max_total_results = serializers.IntegerField(min_value=1, required=False)
-    max_success_results = serializers.IntegerField(min_value=1, required=False)
-    priority = serializers.IntegerField(required=False, default=0)
-    batch = serializers.IntegerField(min_value=0, required=False, default=0)
+    min_quorum = _replicas(1)
+    target_nresults = _replicas(1)
+    max_error_results = _replicas(0)
+    max_total_results = _replicas(1)
+    max_success_results = _replicas(1)
+    priority = serializers.IntegerField(
+        required=False, default=0, min_value=-INT32_MAX - 1, max_value=INT32_MAX
+    )
+    batch = serializers.IntegerField(min_value=0, max_value=INT32_MAX, required=False, default=0)
     inputs = InputSpecSerializer(many=True, required=False, default=list)
     outputs = OutputSpecSerializer(many=True, required=False)
 

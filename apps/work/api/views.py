@@ -14,12 +14,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.applications.models import App
+from apps.core.api import NameLookupMixin
 from apps.projects.models import Project
 from apps.work.api.filters import ResultFilterSet, WorkunitFilterSet
 from apps.work.api.serializers import BatchCreateSerializer, ResultSerializer, WorkunitSerializer
 from apps.work.models import Result, Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
-from apps.work.services.create import DEFAULT_OUTPUTS, WU_PARAMS
+from apps.work.services.create import DEFAULT_OUTPUTS, WU_PARAMS, name_check
 
 
 class ProjectScopedMixin:
@@ -30,7 +31,11 @@ class ProjectScopedMixin:
 
 
 class WorkunitViewSet(
-    ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    NameLookupMixin,
+    ProjectScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
 ):
     """Workunits of a project; POST a batch of jobs to create them (create_work)."""
 
@@ -61,6 +66,9 @@ class WorkunitViewSet(
 
 
 def job_spec(data: dict, scratch: Path) -> JobSpec:
+    """The service's JobSpec for one API job; uploaded contents are written under ``scratch``,
+    each in a directory of its own, so two inputs of one name cannot overwrite each other
+    before staging compares them."""
     inputs = []
     for spec in data.get("inputs", []):
         path = None
@@ -69,9 +77,8 @@ def job_spec(data: dict, scratch: Path) -> JobSpec:
                 content = base64.b64decode(spec["content_base64"], validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise WorkError(f"input {spec['name']!r}: content_base64 is not valid base64") from exc
-            if "/" in spec["name"] or spec["name"].startswith("."):
-                raise WorkError(f"unsafe input file name {spec['name']!r}")
-            path = scratch / spec["name"]
+            name_check("input file", spec["name"])
+            path = Path(tempfile.mkdtemp(dir=scratch)) / spec["name"]
             path.write_bytes(content)
         inputs.append(
             InputSpec(
@@ -91,7 +98,9 @@ def job_spec(data: dict, scratch: Path) -> JobSpec:
     )
 
 
-class ResultViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ResultViewSet(
+    NameLookupMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     """Results of a project, filterable by state, app, host and workunit."""
 
     serializer_class = ResultSerializer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -16,6 +17,7 @@ from apps.core import clock
 from apps.core.db import analyze_tables
 from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
+from apps.protocol.filenames import MAX_FILE_NAME_BYTES, is_safe_file_name
 from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
 from apps.work.domain.states import ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
@@ -23,6 +25,47 @@ from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFi
 
 class WorkError(ValueError):
     """A clear, user-facing reason why work could not be created; nothing was written."""
+
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# Far above any quorum a project uses, low enough that a typo cannot make one call write
+# millions of results.
+MAX_REPLICAS = 1000
+# Results are named <workunit>_<n> and their outputs <result>_<m>; each must stay a file
+# name (at most 255 bytes), so a workunit name leaves room for both suffixes.
+MAX_WORKUNIT_NAME_BYTES = 200
+# Characters XML 1.0 cannot carry, plus DEL: names and command lines go into replies.
+_NOT_XML_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def name_check(
+    kind: str, name: str, *, max_bytes: int = MAX_FILE_NAME_BYTES, hidden_ok: bool = False
+) -> None:
+    """Refuse a name that cannot be a file name on the server and on hosts, or XML text.
+
+    Workunit, result, output and input names become files in the project's download and
+    upload areas and on volunteers' disks, and appear in every reply that carries them.
+    """
+    if (
+        not is_safe_file_name(name)
+        or _NOT_XML_TEXT.search(name) is not None
+        or name != name.strip()
+        or (name.startswith(".") and not hidden_ok)
+    ):
+        raise WorkError(
+            f"invalid {kind} name {name!r}: no '/', '\\', '%', '..', control characters, "
+            "leading '.' or surrounding spaces"
+        )
+    if len(name.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise WorkError(f"invalid {kind} name {name[:40]!r}...: longer than {max_bytes} bytes")
+
+
+def text_check(kind: str, text: str) -> None:
+    """Refuse text that a reply could not carry as XML (control characters other than
+    tab and newlines, U+FFFE, U+FFFF)."""
+    if _NOT_XML_TEXT.search(text) is not None:
+        raise WorkError(f"{kind} holds a character XML cannot carry (a control character, U+FFFE or U+FFFF)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +153,7 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
     Paths newly written are appended to ``copied`` so a failed batch can remove them.
     """
     if spec.path is None:
+        name_check("input file", spec.name)
         existing = InputFile.objects.filter(project=project, name=spec.name).first()
         if existing is None:
             raise WorkError(f"input file {spec.name!r} is not in the download area")
@@ -117,8 +161,7 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
     if not spec.path.is_file():
         raise WorkError(f"input file not found: {spec.path}")
     name = spec.name or spec.path.name
-    if "/" in name or name.startswith(".") or ".." in name or "%" in name:
-        raise WorkError(f"unsafe input file name {name!r}")
+    name_check("input file", name)
     data = spec.path.read_bytes()
     md5 = hashlib.md5(data).hexdigest()
     existing = InputFile.objects.filter(project=project, name=name).first()
@@ -167,6 +210,36 @@ def _check_bounds(values: dict[str, float | int]) -> None:
         raise WorkError("delay_bound must be at least one second")
     if values["max_total_results"] < values["target_nresults"]:
         raise WorkError("max_total_results must be at least target_nresults")
+    for key in (
+        "min_quorum",
+        "target_nresults",
+        "max_error_results",
+        "max_total_results",
+        "max_success_results",
+    ):
+        if values[key] > MAX_REPLICAS:
+            raise WorkError(f"{key} must be at most {MAX_REPLICAS}")
+
+
+def _job_check(job: JobSpec, name: str) -> None:
+    """What a job carries besides the numbers of _check_bounds: names, text, integer ranges."""
+    name_check("workunit", name, max_bytes=MAX_WORKUNIT_NAME_BYTES)
+    text_check("command_line", job.command_line)
+    if not -INT32_MAX - 1 <= job.priority <= INT32_MAX:
+        raise WorkError(f"priority must be between {-INT32_MAX - 1} and {INT32_MAX}")
+    if not 0 <= job.batch <= INT32_MAX:
+        raise WorkError(f"batch must be between 0 and {INT32_MAX}")
+    seen: set[str] = set()
+    for spec in job.inputs:
+        open_name = spec.open_name or spec.name or (spec.path.name if spec.path else "")
+        name_check("input open", open_name, hidden_ok=True)
+        if open_name in seen:
+            raise WorkError(f"two inputs of workunit {name!r} open as {open_name!r}")
+        seen.add(open_name)
+    for output in job.outputs:
+        name_check("output open", output.open_name, hidden_ok=True)
+        if not 1 <= output.max_nbytes <= INT64_MAX:
+            raise WorkError(f"output {output.open_name!r}: max_nbytes must be between 1 and {INT64_MAX}")
 
 
 def _resolve(app: App, job: JobSpec) -> dict[str, float | int]:
@@ -300,8 +373,7 @@ def _create_one(
     values = _resolve(app, job)
     _check_bounds(values)
     name = job.name or f"{app.name}_{int(now.timestamp())}_{n}"
-    if "/" in name or not name.strip():
-        raise WorkError(f"invalid workunit name {name!r}")
+    _job_check(job, name)
     inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]
     locality_file = _locality_file(project, name, inputs) if project.locality_scheduling else ""
     wu = Workunit.objects.create(

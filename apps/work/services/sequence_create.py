@@ -22,12 +22,13 @@ from apps.projects.models import Project
 from apps.work.domain.sequences import SequenceSnapshot, extend_plan
 from apps.work.domain.states import SequenceState
 from apps.work.models import WorkSequence
-from apps.work.services.create import InputSpec, JobSpec, WorkError, input_file_stage
+from apps.work.services.create import MAX_REPLICAS, InputSpec, JobSpec, WorkError, input_file_stage
 from apps.work.services.sequence_rows import Chain, chain_load, head_get
 from apps.work.services.sequence_steps import (
     first_inputs_add,
     spec_check,
     steps_append,
+    steps_count_check,
     template_from_step,
 )
 
@@ -59,9 +60,10 @@ def sequence_create(
     if app.project_id != project.id:
         raise WorkError(f"app {app.name!r} does not belong to project {project.slug}")
     n_first = spec.length if spec.length is not None else spec.initial_steps
-    if n_first < 1:
-        raise WorkError("a sequence needs at least one step")
+    steps_count_check(n_first)
     n_chains = (spec.replicas or max(app.min_quorum, 2)) if app.sequence_redundancy else 1
+    if not 1 <= n_chains <= MAX_REPLICAS:
+        raise WorkError(f"a sequence has 1 to {MAX_REPLICAS} replica chains")
     copied: list[Path] = []
     try:
         with transaction.atomic():
@@ -168,8 +170,7 @@ def sequence_extend(
 ) -> int:
     """Append steps to a live, open-ended sequence (admin, API, or a hook outside a refresh)."""
     now = now or clock.now()
-    if n_steps < 1:
-        raise WorkError("extend by at least one step")
+    steps_count_check(n_steps)
     with transaction.atomic():
         head = head_get(sequence_id)
         if head is None:

@@ -33,11 +33,14 @@ from apps.work.domain.states import ServerState
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
 from apps.work.services.create import (
+    INT32_MAX,
+    MAX_WORKUNIT_NAME_BYTES,
     InputSpec,
     JobSpec,
     OutputSpec,
     WorkError,
     input_file_stage,
+    name_check,
     result_create,
     workunits_create,
 )
@@ -50,6 +53,9 @@ CHAIN_INPUT_ORDINAL = 100  # the previous step's state files come last
 # Relocation gives a step a new result, so a step needs more than one; these only stop a loop
 # (max_relocations in sequence_progress.py is the real bound).
 STEP_MAX_RESULTS = 1000
+MAX_STEPS_PER_CALL = 10000
+# Room in a workunit name for "_r<chain>_s<index>".
+MAX_SEQUENCE_NAME_BYTES = MAX_WORKUNIT_NAME_BYTES - 24
 
 
 def step_name(sequence_name: str, index: int) -> str:
@@ -255,9 +261,18 @@ def checkpoint_release(result: Result) -> None:
 
 
 def spec_check(name: str, max_result_time: float, restartable_every: int) -> None:
-    if not name or "/" in name or "__" in name or name != name.strip():
-        raise WorkError(f"invalid sequence name {name!r} (no '/', no '__', no surrounding spaces)")
+    if "__" in name:
+        raise WorkError(f"invalid sequence name {name!r}: no '__'")
+    # Steps are named <sequence>_s<index> (replica chains <sequence>_r<n>_s<index>).
+    name_check("sequence", name, max_bytes=MAX_SEQUENCE_NAME_BYTES)
     if not max_result_time >= 1:
         raise WorkError("max_result_time must be at least one second")
-    if restartable_every < 0:
-        raise WorkError("restartable_every must be 0 (only the last step) or more")
+    if not 0 <= restartable_every <= INT32_MAX:
+        raise WorkError(f"restartable_every must be between 0 (only the last step) and {INT32_MAX}")
+
+
+def steps_count_check(n: int) -> None:
+    """Steps made by one call: enough for any sequence, and bounded so one call cannot
+    build millions of workunits."""
+    if not 1 <= n <= MAX_STEPS_PER_CALL:
+        raise WorkError(f"a sequence is created or extended by 1 to {MAX_STEPS_PER_CALL} steps at a time")

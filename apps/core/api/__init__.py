@@ -1,0 +1,40 @@
+"""Pieces every DRF view of the project shares: bad input is a JSON 400/404, never a 500."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import IO, Any
+
+from rest_framework.exceptions import NotFound, ParseError
+from rest_framework.parsers import JSONParser
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+class SafeJSONParser(JSONParser):
+    """DRF's JSONParser, refusing JSON nested past Python's recursion limit with ParseError."""
+
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            # json's scanner recurses once per level, so '[' * 1000 exhausts the stack.
+            raise ParseError("JSON parse error - nested too deeply") from None
+
+
+class NameLookupMixin:
+    """For viewsets looked up by name: a name no record can have (control characters,
+    which PostgreSQL refuses to compare at all for NUL) is simply not found."""
+
+    kwargs: dict[str, Any]
+    lookup_field: str
+    lookup_url_kwarg: str | None = None
+
+    def get_object(self) -> Any:
+        value = str(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field, ""))
+        if _CONTROL.search(value):
+            raise NotFound()
+        return super().get_object()  # type: ignore[misc]
