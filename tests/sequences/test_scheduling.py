@@ -178,6 +178,18 @@ def test_cobblestone_client_list_is_authoritative(project, cpu_app, computer, no
     assert seq.state == SequenceState.UNASSIGNED
 
 
+def test_a_listed_sequence_the_project_does_not_have_is_named_unassigned(project, cpu_app, computer, now):
+    seq = _sequence(project, cpu_app, now)
+    host = computer("a")
+    host.rpc(now)
+    WorkSequence.objects.filter(pk=seq.pk).delete()  # an admin removed it
+    base = make_request_for(host, now)
+    reply = scheduler_request_handle(
+        project=project, req=replace(base, work_sequences=("seq", "ghost")), now=now + timedelta(hours=1)
+    )
+    assert sorted(reply.work_sequences_unassigned) == ["ghost", "seq"]
+
+
 def test_reported_step_releases_the_previous_state_on_the_host(project, cpu_app, computer, now):
     seq = _sequence(project, cpu_app, now)
     host = computer("a")

@@ -64,7 +64,9 @@ def sequences_prepare(
     ctx: RpcContext, versions: HostVersions, need_for: Callable[[RpcContext], WorkNeed]
 ) -> None:
     """Sequence notices, lost sequences, released state files, and the MIN_AHEAD floor (module doc)."""
-    if ctx.host is None or not project_catalog(ctx.project).uses_sequences:
+    if ctx.host is None:
+        return
+    if not project_catalog(ctx.project).uses_sequences and not ctx.req.work_sequences:
         return
     held = _reconcile(ctx)
     _release_states(ctx)
@@ -99,7 +101,9 @@ def _reconcile(ctx: RpcContext) -> list[WorkSequence]:
         Q(id__in=list(shown)) | Q(name__in=listed_names) | Q(assigned_host=host)
     )
     held = []
+    found = set()
     for seq in seqs.order_by("id"):
+        found.add(seq.name)
         shows = seq.id in shown or seq.name in listed_names
         mine = seq.assigned_host_id == host.id
         if mine and seq.state in (SequenceState.ENDED, SequenceState.ERROR):
@@ -114,6 +118,9 @@ def _reconcile(ctx: RpcContext) -> list[WorkSequence]:
             ctx.sequences_ended.append(seq.name)
         elif shows:
             ctx.sequences_unassigned.append(seq.name)
+    # Seed 001: a listed sequence that is not (or no longer) the host's is named in the reply,
+    # so the host drops it, also when the project has no such sequence at all.
+    ctx.sequences_unassigned.extend(sorted(listed_names - found))
     return held
 
 
