@@ -168,6 +168,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "assigned_time",
         "last_progress_time",
         "n_relocations",
+        "relocated_from",
         "replica_of",
         "ended_notified",
         "create_time",

@@ -138,6 +138,20 @@ def test_too_many_relocations_end_in_error_and_the_host_is_told(project, cpu_app
     assert seq.assigned_host is None
 
 
+def test_a_relocated_sequence_goes_to_another_host_not_back(project, cpu_app, computer, now):
+    seq = _sequence(project, cpu_app, now)
+    a, b = computer("a"), computer("b")
+    a.rpc(now)
+    late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
+    assert sequence_deadlines_check(now=late, limit=100) == 1
+    a.rpc(late)  # told the sequence is no longer its own
+    reply = a.rpc(late + timedelta(minutes=1))
+    assert reply.work_sequences_assigned == ()
+    assert b.rpc(late + timedelta(minutes=2)).work_sequences_assigned == ("seq",)
+    seq.refresh_from_db()
+    assert (seq.assigned_host_id, seq.relocated_from_id) == (b.hostid, a.hostid)
+
+
 def test_withdrawn_step_result_is_made_again(project, cpu_app, now):
     _sequence(project, cpu_app, now)
     Result.objects.filter(name="seq_s0_0").update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)

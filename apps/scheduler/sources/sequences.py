@@ -334,8 +334,8 @@ def _assign_one(dispatcher: Dispatcher) -> None:
     too_slow = False
     for seq in heads_locked(qs, skip_locked=True)[:CANDIDATE_WINDOW]:
         app = versions.apps[seq.app_id]
-        if seq.name in ctx.sequences_unassigned:
-            continue  # just taken from this host as lost: not straight back
+        if seq.name in ctx.sequences_unassigned or seq.relocated_from_id == ctx.host.id:
+            continue  # taken from this host: it goes to another (seed 001)
         if app.sequence_redundancy and ctx.host.id in sibling_host_ids(seq):
             continue  # replica chains must be computed by different hosts
         result = (

@@ -64,6 +64,7 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
             "last_progress_time",
             "checkpoint_result",
             "n_relocations",
+            "relocated_from",
             "replica_of",
             "create_time",
         ]

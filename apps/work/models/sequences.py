@@ -65,6 +65,14 @@ class WorkSequence(models.Model):
     n_relocations = models.PositiveIntegerField(
         default=0, help_text="Times the sequence moved to another host"
     )
+    relocated_from = models.ForeignKey(
+        "hosts.Host",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The host it was last taken from; it goes to another host (seed 001)",
+    )
 
     class Meta:
         ordering = ["id"]

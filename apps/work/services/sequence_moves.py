@@ -83,6 +83,10 @@ def relocation_apply(chain: Chain, plan: RelocationPlan, *, now: datetime) -> No
         state_inputs_link(chain.workunits[restart], checkpoint)
     for j in range(restart + 1, min(old_first_undispatched + 1, n)):
         state_inputs_link(chain.workunits[j], chain.results[j - 1])
+    if chain.head.assigned_host_id is not None and plan.sequence.assigned_host_id is None:
+        # Seed 001: relocating shifts the sequence "to another host", not back to this one.
+        chain.head.relocated_from_id = chain.head.assigned_host_id
+        chain.head.save(update_fields=["relocated_from"])
     head_save(chain, plan.sequence, now=now)
 
 
