@@ -15,11 +15,12 @@ from apps.work.services.sequences import (
     sequence_on_result_validated,
 )
 from apps.work.services.validator import workunit_validate
-from tests.sequences.conftest import DAY, step_job, validate
+from tests.sequences.conftest import DAY, STEP_FPOPS, step_job, validate
 
 pytestmark = pytest.mark.django_db
 
 GRACE = timedelta(hours=1)  # the project's report_grace_period
+DAY_DELTA = timedelta(days=1)
 
 
 def _sequence(project, app, now, *, length=10, **kw):
@@ -136,6 +137,28 @@ def test_too_many_relocations_end_in_error_and_the_host_is_told(project, cpu_app
     assert set(reply.result_aborts) == {"seq_s0_0", "seq_s1_0"}
     seq.refresh_from_db()
     assert seq.assigned_host is None
+
+
+def test_steps_sent_together_are_due_one_max_result_time_apart(project, cpu_app, computer, now):
+    _sequence(project, cpu_app, now)
+    reply = computer("a").rpc(now, seconds=10 * STEP_FPOPS / 1e9)
+    due = sorted(Result.objects.get(name=r.name).report_deadline for r in reply.results)
+    assert len(due) >= 5
+    # The first three fit the default delay bound (3 x 4 days); then one more day-4 each.
+    assert [(d - now) / DAY_DELTA for d in due[:5]] == [12, 12, 12, 16, 20]
+
+
+def test_a_host_keeping_to_max_result_time_keeps_a_sequence_it_fetched_ahead(project, cpu_app, computer, now):
+    seq = _sequence(project, cpu_app, now)
+    host = computer("a")  # each step in 3 days, within the 4-day maximum result time
+    host.rpc(now, seconds=10 * STEP_FPOPS / 1e9)
+    t = now
+    for _ in range(5):
+        t += timedelta(days=3)
+        host.rpc(t, finish=(host.next_task(seq),), seconds=0)
+        assert sequence_deadlines_check(now=t + timedelta(days=1), limit=100) == 0
+    seq.refresh_from_db()
+    assert (seq.state, seq.n_relocations) == (SequenceState.ASSIGNED, 0)
 
 
 def test_a_relocated_sequence_goes_to_another_host_not_back(project, cpu_app, computer, now):

@@ -210,15 +210,20 @@ class Dispatcher:
         return False
 
     # --- sending ------------------------------------------------------------------------
-    def send(self, result: Result, option: VersionOption, est_dur: float) -> None:
+    def send(
+        self, result: Result, option: VersionOption, est_dur: float, *, delay_bound: float | None = None
+    ) -> None:
+        """Add ``result`` to the reply; its deadline is ``delay_bound`` (default the
+        workunit's) from now."""
         ctx, host = self.ctx, self.ctx.host
         assert host is not None
         wu = result.workunit
+        delay_bound = wu.delay_bound if delay_bound is None else delay_bound
         result.server_state = ServerState.IN_PROGRESS
         result.host = host
         result.account = ctx.account
         result.sent_time = ctx.now
-        result.report_deadline = ctx.now + timedelta(seconds=wu.delay_bound)
+        result.report_deadline = ctx.now + timedelta(seconds=delay_bound)
         result.flops_estimate = option.peak_flops
         result.avg_ncpus = option.avg_ncpus
         result.gpu_usage = option.gpu_usage
@@ -249,7 +254,7 @@ class Dispatcher:
             avg_ncpus=option.avg_ncpus,
             gpu_usage=option.gpu_usage,
         )
-        self._count_on_host_app_version(option, wu.delay_bound)
+        self._count_on_host_app_version(option, delay_bound)
         ctx.sent.append(
             SentJob(result=result, option=option, est_dur=est_dur, projected_flops=option.projected_flops)
         )

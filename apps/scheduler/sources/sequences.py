@@ -289,12 +289,21 @@ def _send_steps(dispatcher: Dispatcher, seq: WorkSequence) -> int:
         max_jobs=_mix_cap(dispatcher, head.app.max_sequence_job_fraction, wanted),
     )
     going = []
+    # The host runs its steps one after another, each within max_result_time (seed 001), so
+    # the k-th step queued on it is due k max_result_times from now, or later by delay bound.
+    queued = sum(
+        1
+        for r in chain.results.values()
+        if r.host_id == ctx.host.id and r.server_state == ServerState.IN_PROGRESS
+    )
     for step in steps:
         wu, result = chain.workunits[step.index], chain.results[step.index]
         if wu.error_mask or not _feasible(dispatcher, wu, est):
             break
         result.workunit = wu
-        dispatcher.send(result, option, _estimate(dispatcher, wu, option))
+        queued += 1
+        delay_bound = max(wu.delay_bound, queued * head.max_result_time)
+        dispatcher.send(result, option, _estimate(dispatcher, wu, option), delay_bound=delay_bound)
         going.append(step)
     if going:
         head_save(chain, mark_dispatched(chain.snapshot, going), now=ctx.now)
