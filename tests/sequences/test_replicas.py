@@ -8,7 +8,7 @@ import pytest
 
 from apps.work.domain.states import SequenceState, ValidateState
 from apps.work.models import Result, WorkSequence
-from apps.work.services.sequences import SequenceSpec, sequence_create
+from apps.work.services.sequences import SequenceSpec, sequence_create, sequence_end, sequence_extend
 from tests.sequences.conftest import DAY, step_job, validate
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +93,33 @@ def test_a_chain_that_disagrees_continues_from_the_agreed_state_on_another_host(
     assert reply.results[0].name == "r_r2_s2_1"
     infos = {f.name: f for f in reply.file_infos}
     assert infos["r_s1_0_0"].download_urls  # d downloads chain r's checkpoint state
+
+
+@pytest.fixture
+def open_chains(project, cpu_app, now):
+    cpu_app.sequence_redundancy = True
+    cpu_app.save(update_fields=["sequence_redundancy"])
+    spec = SequenceSpec(
+        name="r", job=step_job(), max_result_time=4 * DAY, length=None, initial_steps=3, restartable_every=2
+    )
+    primary = sequence_create(project=project, app=cpu_app, spec=spec, now=now)
+    return [primary, *WorkSequence.objects.filter(replica_of=primary).order_by("id")]
+
+
+def test_extending_a_replicated_sequence_extends_every_chain(open_chains, now):
+    primary, replica = open_chains
+    assert sequence_extend(sequence_id=primary.id, n_steps=5, final=True, now=now) == 5
+    for chain in (primary, replica):
+        chain.refresh_from_db()
+        assert (chain.workunits.count(), chain.expected_length) == (8, 8)
+
+
+def test_ending_a_replicated_sequence_ends_every_chain_and_tells_their_hosts(open_chains, computer, now):
+    _primary, replica = open_chains
+    a, b = computer("a"), computer("b")
+    a.rpc(now)
+    b.rpc(now)
+    assert sequence_end(sequence_id=replica.id, now=now) is True
+    assert {s.state for s in WorkSequence.objects.all()} == {SequenceState.ENDED}
+    later = now + timedelta(hours=1)
+    assert (a.rpc(later).work_sequences_ended, b.rpc(later).work_sequences_ended) == (("r",), ("r_r1",))

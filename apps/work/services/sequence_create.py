@@ -23,6 +23,7 @@ from apps.work.domain.sequences import SequenceSnapshot, extend_plan
 from apps.work.domain.states import SequenceState
 from apps.work.models import WorkSequence
 from apps.work.services.create import MAX_REPLICAS, InputSpec, JobSpec, WorkError, input_file_stage
+from apps.work.services.sequence_replica_check import group_ids
 from apps.work.services.sequence_rows import Chain, chain_load, head_get
 from apps.work.services.sequence_steps import (
     first_inputs_add,
@@ -168,11 +169,21 @@ def chain_extend(chain: Chain, n_new: int, *, final: bool, now: datetime) -> int
 def sequence_extend(
     *, sequence_id: int, n_steps: int, final: bool = False, now: datetime | None = None
 ) -> int:
-    """Append steps to a live, open-ended sequence (admin, API, or a hook outside a refresh)."""
+    """Append steps to a live, open-ended sequence (admin, API, or a hook outside a refresh).
+
+    With redundancy every replica chain is extended alike, since the chains are compared
+    step by step (seed 001, "Redundancy"). Returns the steps added to ``sequence_id``'s chain.
+    """
     now = now or clock.now()
     steps_count_check(n_steps)
     with transaction.atomic():
-        head = head_get(sequence_id)
+        head = head_get(sequence_id, lock=False)
         if head is None:
             raise WorkError(f"no sequence with id {sequence_id}")
-        return chain_extend(chain_load(head), n_steps, final=final, now=now)
+        added = 0
+        for chain_id in group_ids(head):  # ascending ids: one lock order for every caller
+            chain_head = head_get(chain_id)
+            if chain_head is not None:
+                n = chain_extend(chain_load(chain_head), n_steps, final=final, now=now)
+                added = n if chain_id == sequence_id else added
+        return added

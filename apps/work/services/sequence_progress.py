@@ -35,7 +35,7 @@ from apps.work.services.sequence_moves import (
     relocation_apply,
     undispatched_repair,
 )
-from apps.work.services.sequence_replica_check import replicas_compare
+from apps.work.services.sequence_replica_check import group_ids, replicas_compare
 from apps.work.services.sequence_rows import LIVE_STATES, Chain, chain_load, head_get, head_save
 
 logger = logging.getLogger(__name__)
@@ -141,13 +141,23 @@ def sequence_deassign_many(*, sequence_ids: list[int], now: datetime | None = No
 
 
 def sequence_end(*, sequence_id: int, now: datetime | None = None) -> bool:
-    """End a live sequence now (the project decided); its host is told on its next RPC."""
+    """End a live sequence now (the project decided); its host is told on its next RPC.
+
+    With redundancy every replica chain ends with it: a chain left running would wait for
+    ever for a sibling to compare its checkpoints with. True if ``sequence_id``'s chain ended.
+    """
     now = now or clock.now()
     with transaction.atomic():
-        head = head_get(sequence_id)
+        head = head_get(sequence_id, lock=False)
         if head is None:
             return False
-        return chain_end(chain_load(head), now=now)
+        ended = False
+        for chain_id in group_ids(head):  # ascending ids: one lock order for every caller
+            chain_head = head_get(chain_id)
+            if chain_head is not None:
+                done = chain_end(chain_load(chain_head), now=now)
+                ended = done if chain_id == sequence_id else ended
+        return ended
 
 
 def sequence_end_many(*, sequence_ids: list[int], now: datetime | None = None) -> int:
