@@ -89,6 +89,13 @@ def test_duplicate_sequence_name_is_refused(project, cpu_app, now):
     assert WorkSequence.objects.count() == 1
 
 
+def test_a_step_delay_bound_shorter_than_the_max_result_time_is_refused(project, cpu_app, now):
+    spec = SequenceSpec(name="s", job=step_job(delay_bound=DAY / 2), max_result_time=DAY, length=2)
+    with pytest.raises(WorkError, match="delay_bound must be at least"):
+        sequence_create(project=project, app=cpu_app, spec=spec, now=now)
+    assert not WorkSequence.objects.exists()
+
+
 def test_sequence_name_with_double_underscore_is_refused(project, cpu_app, now):
     with pytest.raises(WorkError, match="invalid sequence name"):
         sequence_create(

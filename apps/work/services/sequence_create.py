@@ -58,6 +58,9 @@ def sequence_create(
     """Create the sequence (and its replica chains), its first steps and their results."""
     now = now or clock.now()
     spec_check(spec.name, spec.max_result_time, spec.restartable_every)
+    if spec.job.delay_bound is not None and spec.job.delay_bound < spec.max_result_time:
+        # A host that qualifies (a step within max_result_time) would still miss its deadline.
+        raise WorkError("a step's delay_bound must be at least the sequence's max_result_time")
     if app.project_id != project.id:
         raise WorkError(f"app {app.name!r} does not belong to project {project.slug}")
     n_first = spec.length if spec.length is not None else spec.initial_steps
