@@ -110,10 +110,17 @@ def test_couldnt_send_errors_the_workunit() -> None:
     assert plan.error_mask_set == ErrorMask.COULDNT_SEND_RESULT
 
 
-def test_more_successes_than_max_success_results_errors_the_workunit() -> None:
-    wu = make_wu(min_quorum=2, target_nresults=2, max_success_results=2, max_total_results=5)
-    results = [over(i, Outcome.SUCCESS, validate_state=ValidateState.INCONCLUSIVE) for i in range(3)]
-    assert plan_transition(wu, results, now=NOW).error_mask_set == ErrorMask.TOO_MANY_SUCCESS_RESULTS
+def test_more_successes_than_max_success_results_are_left_to_the_validator() -> None:
+    # Two disagreed, target went to 3, and the third is new: the validator may still find a
+    # consensus; only it sets TOO_MANY_SUCCESS_RESULTS, when it does not (BOINC's split).
+    wu = make_wu(min_quorum=2, target_nresults=3, max_success_results=2, max_total_results=5)
+    results = [
+        *(over(i, Outcome.SUCCESS, validate_state=ValidateState.INCONCLUSIVE) for i in range(2)),
+        over(2, Outcome.SUCCESS),
+    ]
+    plan = plan_transition(wu, results, now=NOW)
+    assert plan.error_mask_set == ErrorMask.NONE
+    assert plan.set_need_validate is True
 
 
 def test_needing_more_than_max_total_results_errors_and_creates_none() -> None:

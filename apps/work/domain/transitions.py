@@ -201,8 +201,7 @@ def _error_bits(wu: WorkunitSnapshot, t: _Tally) -> ErrorMask:
         bits |= ErrorMask.COULDNT_SEND_RESULT
     if t.nerrors > wu.max_error_results:
         bits |= ErrorMask.TOO_MANY_ERROR_RESULTS
-    if t.nsuccess > wu.max_success_results:
-        bits |= ErrorMask.TOO_MANY_SUCCESS_RESULTS
+    # TOO_MANY_SUCCESS_RESULTS is the validator's to set, once the results found no consensus.
     return bits
 
 
@@ -306,6 +305,9 @@ def plan_transition(
         mask |= _error_bits(wu, t)
         needed = _needed_results(wu, t)
         if not mask and needed > 0 and not wu.transitioner_flags & TRANSITION_FLAG_NO_NEW_RESULTS:
+            # BOINC creates as many as the limit allows, and its next pass errors the workunit
+            # unless results in progress succeed meanwhile. Erroring at once (a deliberate
+            # difference) sends no result that would so likely be withdrawn.
             if needed > wu.max_total_results - t.ntotal:
                 mask |= ErrorMask.TOO_MANY_TOTAL_RESULTS
             else:
