@@ -170,20 +170,20 @@ def workunits_validate(
     for app_id in App.objects.filter(project=project).order_by("id").values_list("id", flat=True):
         if remaining <= 0:
             break
-        ids = list(
+        rows = list(
             Workunit.objects.filter(app_id=app_id, need_validate=True)
             .order_by("id")
-            .values_list("id", flat=True)[:remaining]
+            .values_list("id", "transition_time")[:remaining]
         )
-        remaining -= len(ids)
-        for wu_id in ids:
+        remaining -= len(rows)
+        for wu_id, transition_time in rows:
             if not _claim(wu_id, now):
                 continue  # another validator has it
             try:
                 outcome = workunit_validate(workunit_id=wu_id, now=now)
             except TransientValidationError as exc:
                 logger.warning("validator: workunit %s: %s; retrying later", wu_id, exc)
-                _retry_later(wu_id, now)
+                _retry_later(wu_id, now, transition_time)
                 errors += 1
             except Exception:
                 logger.exception("validator: workunit %s failed", wu_id)
@@ -219,9 +219,10 @@ def _claim(wu_id: int, now: datetime) -> bool:
     return bool(execute(sql, [False, lease, lease, wu_id, True]))
 
 
-def _retry_later(wu_id: int, now: datetime) -> None:
-    wu = Workunit.objects.filter(id=wu_id).values_list("transition_time", flat=True).first()
-    current = int(wu.timestamp()) if wu is not None else TRANSITION_NEVER
+def _retry_later(wu_id: int, now: datetime, before_claim: datetime | None) -> None:
+    """BOINC's transient-error retry, min(transition time, now + 6 h), from the transition
+    time the workunit had before the claim's short lease replaced it."""
+    current = int(before_claim.timestamp()) if before_claim is not None else TRANSITION_NEVER
     retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
     Workunit.objects.filter(id=wu_id).update(transition_time=retry)
 
