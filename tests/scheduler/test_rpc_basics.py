@@ -8,6 +8,7 @@ import pytest
 from apps.hosts.models import Host
 from apps.work.domain.states import ClientState, Outcome, ServerState
 from apps.work.models import Result, Workunit
+from apps.work.services.transitioner import workunit_transition
 from tests.scheduler.conftest import GPU, make_jobs, make_request, others, reported, rpc
 
 pytestmark = pytest.mark.django_db
@@ -218,6 +219,51 @@ def test_duplicate_report_changes_nothing_and_is_still_acknowledged(client, proj
     result.refresh_from_db()
     assert again.result_acks == (result.name,)
     assert (result.elapsed_time, result.received_time) == (100.0, received)
+
+
+def test_a_report_after_the_result_timed_out_is_kept_and_validated_later(client, project, account, cpu_app):
+    make_jobs(project, cpu_app, 1)
+    first, result = _sent_result(client, project, account)
+    late = result.report_deadline + timedelta(seconds=project.report_grace_period + 60)
+    workunit_transition(workunit_id=result.workunit_id, now=late)
+    result.refresh_from_db()
+    assert (result.server_state, result.outcome) == (ServerState.OVER, Outcome.NO_REPLY)
+    report = make_request(
+        account.authenticator,
+        hostid=first.hostid,
+        rpc_seqno=1,
+        cpu_req_secs=0.0,
+        work_req_seconds=0.0,
+        results=(reported(result.name, elapsed=100.0),),
+    )
+    reply = rpc(client, project, report)
+    result.refresh_from_db()
+    assert reply.result_acks == (result.name,)
+    assert (result.outcome, result.elapsed_time) == (Outcome.SUCCESS, 100.0)
+    assert result.received_time is not None
+    # ...and the workunit is looked at again, so the validator sees it.
+    assert result.workunit.transition_time <= result.received_time
+    again = rpc(
+        client, project, replace(report, rpc_seqno=2, results=(reported(result.name, elapsed=999.0),))
+    )
+    result.refresh_from_db()
+    assert (again.result_acks, result.elapsed_time) == ((result.name,), 100.0)
+
+
+def test_a_report_of_a_result_the_server_withdrew_changes_nothing(client, project, account, cpu_app):
+    make_jobs(project, cpu_app, 1)
+    first, result = _sent_result(client, project, account)
+    Result.objects.filter(id=result.id).update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
+    reply = rpc(
+        client,
+        project,
+        make_request(
+            account.authenticator, hostid=first.hostid, rpc_seqno=1, results=(reported(result.name),)
+        ),
+    )
+    result.refresh_from_db()
+    assert reply.result_acks == (result.name,)
+    assert (result.outcome, result.received_time) == (Outcome.DIDNT_NEED, None)
 
 
 def test_report_of_another_hosts_result_is_refused_with_a_message(client, project, account, cpu_app):

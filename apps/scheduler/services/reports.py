@@ -55,6 +55,7 @@ REPORTED_COLUMNS = (
             "workunit",
             "name",
             "server_state",
+            "outcome",
             "host",
             "app_version",
             "anonymous_proc_type",
@@ -97,8 +98,8 @@ def results_report(ctx: RpcContext) -> list[Result]:
         if result.host_id != host.id:
             ctx.message(f"Result {name} was not sent to this computer; report ignored.")
             continue
-        if result.server_state != ServerState.IN_PROGRESS:
-            continue  # a replay, or the server already gave up on it: nothing changes
+        if not _accepts_report(result):
+            continue  # a replay, or a result withdrawn: nothing changes
         _apply_report(ctx, result, report)
         changed.append(result)
     if changed:
@@ -107,6 +108,18 @@ def results_report(ctx: RpcContext) -> list[Result]:
         _output_files_update(changed, reports, ctx.writes)
         _host_app_versions_update(ctx, changed)
     return changed
+
+
+def _accepts_report(result: Result) -> bool:
+    """In progress, or timed out and never reported: as BOINC, "late in arriving, but keep
+    it anyhow", so the work can still validate (against the canonical result if there is
+    one) and earn credit. Anything reported before, or withdrawn, is left as it is."""
+    if result.server_state == ServerState.IN_PROGRESS:
+        return True
+    return result.server_state == ServerState.OVER and result.outcome in (
+        Outcome.NO_REPLY,
+        Outcome.CLIENT_DETACHED,
+    )
 
 
 def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
