@@ -25,6 +25,7 @@ from apps.locality.generators import GeneratedWork
 from apps.locality.models import HostFile, LocalityFile, NeedWork
 from apps.locality.selectors import (
     active_host_count,
+    file_holder_counts,
     locality_file_map,
     project_target_nresults,
     unsent_counts,
@@ -285,7 +286,8 @@ def working_set_update(*, project: Project, now: datetime) -> WorkingSetPass:
        workunits; the rows appear here or when a host first reports the file).
     2. Copy BOINC's no_work_available/ triggers into the rows' flags.
     3. Compute the new set of about N/M files (N active hosts, M target results):
-       no-work files dropped, files whose work reappeared added back (domain function).
+       no-work files dropped, files whose work reappeared added back, the excess over
+       N/M dropped, least-held first (domain function).
     4. Write the flags; clear stale no-work markers and their files_no_work/ triggers.
     5. Close pending need-work signals of files that have work again (an external
        generator answered through need_work/), and delete old handled signals.
@@ -308,11 +310,13 @@ def working_set_update(*, project: Project, now: datetime) -> WorkingSetPass:
         target = working_set_size(
             active_host_count(project=project, now=now), project_target_nresults(project=project)
         )
+        current = [name for name, in_set, _ in rows if in_set]
         update = update_working_set(
-            current=[name for name, in_set, _ in rows if in_set],
+            current=current,
             unsent_counts={name: counts.get(name, 0) for name, _, _ in rows},
             no_work={name for name, _, no_work in rows if no_work},
             target_size=target,
+            holders=file_holder_counts(project=project, now=now, file_names=current),
         )
         files = LocalityFile.objects.filter(project=project)
         files.filter(name__in=update.added).update(in_working_set=True)

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from apps.applications.models import App
 from apps.applications.services import AppFileSpec, app_create, app_version_add
@@ -21,10 +22,12 @@ from apps.protocol import SchedulerReply
 from apps.scheduler.services import scheduler_request_handle
 from apps.volunteers.models import Account, passwd_hash
 from apps.work.domain.locality_names import workunit_name
-from apps.work.models import InputFile, Workunit
+from apps.work.domain.states import Outcome, ServerState
+from apps.work.models import InputFile, Result, Workunit
 from apps.work.services import InputSpec, JobSpec, workunits_create
 
 MB = 1_000_000
+GENERATOR = "apps.locality.generators.example_work_generator"
 
 
 @pytest.fixture
@@ -123,3 +126,43 @@ def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def wu_file(result_name: str) -> str:
     return result_name.split("__", 1)[0]
+
+
+class FakeClock:
+    """monotonic/sleep for the on-demand wait; ``on_sleep`` runs at each sleep (the 'worker')."""
+
+    def __init__(self, on_sleep=None) -> None:  # type: ignore[no-untyped-def]
+        self.t = 1000.0
+        self.slept = 0.0
+        self.calls = 0
+        self.on_sleep = on_sleep
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        assert connection.in_atomic_block is False, "the wait must not hold a transaction"
+        self.calls += 1
+        self.t += seconds
+        self.slept += seconds
+        if self.on_sleep is not None:
+            self.on_sleep(self)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr("apps.scheduler.sources.locality.monotonic", fake.monotonic)
+    monkeypatch.setattr("apps.scheduler.sources.locality.sleep", fake.sleep)
+    return fake
+
+
+@pytest.fixture
+def on_demand(loc_project: Project, loc_app: App) -> Project:
+    """a.dat had one workunit, all of whose results are done: nothing left to send."""
+    loc_project.locality_scheduling_wait_period = 5
+    loc_project.locality_work_generator = GENERATOR
+    loc_project.save()
+    file_work(loc_project, loc_app, "a.dat", 1)
+    Result.objects.update(server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
+    return loc_project

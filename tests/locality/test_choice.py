@@ -172,9 +172,16 @@ def test_on_demand_generation_requests_work_then_waits_once() -> None:
     first = _decide(wait_period=10.0)
     assert first is NoResultsAction.REQUEST_WORK
     assert (first.signals_need_work, first.retries_after_wait, first.deletes_from_host) == (True, True, False)
+
+
+def test_nothing_after_the_wait_is_no_results_available() -> None:
+    # Seed 004: after sleeping and one more query, the file is one with no results
+    # available: deleted from the host and marked files_no_work (kept, but marked, while
+    # unfinished workunits may still spawn results, as without a wait).
     second = _decide(wait_period=10.0, already_waited=True)
-    assert second is NoResultsAction.AWAIT_WORK
-    assert (second.signals_need_work, second.retries_after_wait, second.marks_no_work) == (True, False, False)
+    assert second is NoResultsAction.DELETE
+    assert (second.signals_need_work, second.retries_after_wait, second.marks_no_work) == (False, False, True)
+    assert _decide(wait_period=10.0, already_waited=True, more_to_come=True) is NoResultsAction.NO_WORK
 
 
 def test_no_work_available_marker_skips_the_request_and_deletes() -> None:

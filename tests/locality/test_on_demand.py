@@ -12,59 +12,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 import apps.scheduler.sources.locality as locality_source
 from apps.locality.generators import example_work_generator
 from apps.locality.models import HostFile, LocalityFile, NeedWork
 from apps.locality.services import locality_work_generate, need_work_signal
 from apps.locality.tasks import locality_generate_work_task
-from apps.work.domain.states import Outcome, ServerState
+from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
-from tests.locality.conftest import file_work, wu_file
-
-GENERATOR = "apps.locality.generators.example_work_generator"
-
-
-class FakeClock:
-    """monotonic/sleep for the wait; ``on_sleep`` runs at each sleep (the 'worker')."""
-
-    def __init__(self, on_sleep=None) -> None:  # type: ignore[no-untyped-def]
-        self.t = 1000.0
-        self.slept = 0.0
-        self.calls = 0
-        self.on_sleep = on_sleep
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        assert connection.in_atomic_block is False, "the wait must not hold a transaction"
-        self.calls += 1
-        self.t += seconds
-        self.slept += seconds
-        if self.on_sleep is not None:
-            self.on_sleep(self)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(locality_source, "monotonic", fake.monotonic)
-    monkeypatch.setattr(locality_source, "sleep", fake.sleep)
-    return fake
-
-
-@pytest.fixture
-def on_demand(loc_project, loc_app):
-    """a.dat had one workunit, all of whose results are done: nothing left to send."""
-    loc_project.locality_scheduling_wait_period = 5
-    loc_project.locality_work_generator = GENERATOR
-    loc_project.save()
-    file_work(loc_project, loc_app, "a.dat", 1)
-    Result.objects.update(server_state=ServerState.OVER, outcome=Outcome.SUCCESS)
-    return loc_project
-
+from tests.locality.conftest import FakeClock, file_work, wu_file
 
 transactional = pytest.mark.django_db(transaction=True)
 
@@ -123,9 +80,12 @@ def test_the_wait_ends_after_the_wait_period_when_no_work_appears(on_demand, hos
     reply = hosts.rpc(host, jobs=2)
     assert reply.results == ()
     assert clock.slept == pytest.approx(5.0)
-    assert reply.delete_file_infos == ()  # work was asked for: the host keeps the file
-    assert NeedWork.objects.get().handled_time is None
-    assert "a.dat" in host.sticky
+    # Seed 004: still no results after the sleep and the one additional attempt, so the
+    # file is one with no results available: deleted from the host, marked files_no_work.
+    assert reply.delete_file_infos == ("a.dat",)
+    assert LocalityFile.objects.get(name="a.dat").files_no_work is True
+    assert NeedWork.objects.get().handled_time is None  # the generator may still answer
+    assert "a.dat" not in host.sticky
 
 
 @transactional

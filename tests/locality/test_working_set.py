@@ -41,12 +41,26 @@ def test_files_the_project_no_longer_has_are_dropped() -> None:
     assert update.removed == ("gone",)
 
 
-def test_files_with_work_are_not_evicted_when_the_target_shrinks() -> None:
+def test_the_set_is_cut_back_to_a_lower_target_least_held_files_first() -> None:
+    # Seed 004 keeps N/M files. Unheld files go first (no download lost, no half-sent
+    # workunit stranded), then, among files held alike, the one with the least work left.
     update = update_working_set(
-        current=["a", "b", "c"], unsent_counts={"a": 1, "b": 1, "c": 1, "d": 1}, no_work=set(), target_size=1
+        current=["a", "b", "c", "d", "e"],
+        unsent_counts={"a": 9, "b": 5, "c": 2, "d": 7, "e": 8, "f": 9},
+        no_work=set(),
+        target_size=2,
+        holders={"b": 2, "c": 2, "d": 2},
     )
-    assert update.working_set == ("a", "b", "c")
-    assert (update.added, update.removed) == ((), ())
+    assert update.working_set == ("b", "d")
+    assert (update.added, update.removed) == ((), ("a", "c", "e"))
+
+
+def test_cutting_back_counts_only_files_still_in_the_set() -> None:
+    update = update_working_set(
+        current=["a", "b", "c"], unsent_counts={"a": 1, "b": 3, "c": 0}, no_work={"c"}, target_size=1
+    )
+    assert update.working_set == ("b",)  # c leaves as a no-work file; of a and b, a has less work left
+    assert update.removed == ("a", "c")
 
 
 def test_files_without_unsent_results_are_not_added() -> None:

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from apps.hosts.models import Host
-from apps.locality.models import LocalityFile, NeedWork
+from apps.locality.models import HostFile, LocalityFile, NeedWork
 from apps.locality.services import working_set_update
 from apps.locality.tasks import locality_working_set_task
 from apps.projects.models import DaemonRun
@@ -69,6 +69,23 @@ def test_a_file_is_added_back_when_new_work_appears(loc_project, loc_app, now):
     assert result.cleared_no_work == ("a.dat",)
     assert in_set(loc_project) == {"a.dat", "b.dat"}
     assert LocalityFile.objects.get(name="a.dat").files_no_work is False
+
+
+def test_the_set_shrinks_to_n_over_m_keeping_the_file_hosts_are_on(loc_project, loc_app, now):
+    for name in ("a.dat", "b.dat", "c.dat"):
+        file_work(loc_project, loc_app, name, 1)
+    active_hosts(loc_project, 6, now)
+    working_set_update(project=loc_project, now=now)
+    assert in_set(loc_project) == {"a.dat", "b.dat", "c.dat"}
+    holder = Host.objects.first()
+    HostFile.objects.create(
+        host=holder, file=LocalityFile.objects.get(name="b.dat"), first_seen=now, last_seen=now
+    )
+    Host.objects.exclude(pk=holder.pk).update(rpc_time=now - timedelta(days=3))  # N = 1: 1 // 2 -> 1 file
+    result = working_set_update(project=loc_project, now=now)
+    assert result.target_size == 1
+    assert in_set(loc_project) == {"b.dat"}
+    assert result.removed == ("a.dat", "c.dat")
 
 
 def test_a_second_pass_changes_nothing(loc_project, loc_app, now):

@@ -87,13 +87,12 @@ class NoResultsAction(Enum):
 
     KEEP = "keep"  # unsent results exist, just none for this host/user now
     REQUEST_WORK = "request_work"  # set need_work, sleep wait_period, query once more
-    AWAIT_WORK = "await_work"  # already waited: work was requested, keep the file for a later RPC
     NO_WORK = "no_work"  # mark files_no_work; keep the file, unfinished workunits may spawn results
     DELETE = "delete"  # mark files_no_work and send <delete_file_info> for it
 
     @property
     def signals_need_work(self) -> bool:
-        return self in (NoResultsAction.REQUEST_WORK, NoResultsAction.AWAIT_WORK)
+        return self is NoResultsAction.REQUEST_WORK
 
     @property
     def retries_after_wait(self) -> bool:
@@ -123,12 +122,18 @@ def decide_file_without_results(
     more workunits can be made for the file. ``more_to_come``: unfinished workunits of
     the file may still get new results from the transitioner. ``wait_period``:
     ``locality_scheduling_wait_period``; > 0 means on-demand generation is in use.
-    ``already_waited``: this is the second query, after sleeping.
+    ``already_waited``: this is the one additional attempt, after sleeping.
+
+    The seed's wait is "notify, sleep, query again" once: when the additional attempt
+    (or a wait that ended without work) still finds nothing, the file is handled as one
+    with no results available, as without on-demand generation (marked files_no_work,
+    and deleted unless unfinished workunits may still spawn results). The need-work
+    signal stays pending, so work the generator makes later clears the marker again.
     """
     if has_unsent_results:
         return NoResultsAction.KEEP
-    if wait_period > 0 and not no_work_available:
-        return NoResultsAction.AWAIT_WORK if already_waited else NoResultsAction.REQUEST_WORK
+    if wait_period > 0 and not no_work_available and not already_waited:
+        return NoResultsAction.REQUEST_WORK
     if more_to_come:
         return NoResultsAction.NO_WORK
     return NoResultsAction.DELETE
@@ -207,8 +212,11 @@ def choose_balanced_file_for_new_host(
 
     FALLBACK also when even the least-held file already has ``target_hosts`` (M)
     holders: the set is saturated (its files' hosts are still on them), and a host
-    joining one would only split work M hosts can finish, which is the download seed
-    004 wants to avoid; the caller then starts it on a file outside the set.
+    joining one would only split work M hosts can finish. Seed 004 wants each file on
+    about M hosts to keep downloads down, and picks inside the set only so that they
+    spread over it; the caller then starts the host on a file outside the set. (A
+    uniform pick regardless doubles the downloads per file in the simulation, because
+    the set lags behind finished files between working-set manager passes.)
     """
     files = least_held_files(working_set, holders)
     if not files or min(holders.get(name, 0) for name in files) >= target_hosts:

@@ -3,7 +3,8 @@
 The working set is the few files (about N/M) that hosts holding no file are started
 on. The scheduler marks files in which it found no sendable result ("files_no_work");
 the manager drops those, clears markers whose file has work again (BOINC may create
-more results later), and tops the set up with files that have work.
+more results later), tops the set up with files that have work, and cuts it back when
+the target shrinks.
 """
 
 from __future__ import annotations
@@ -28,20 +29,20 @@ def update_working_set(
     unsent_counts: Mapping[str, int],
     no_work: Set[str],
     target_size: int,
+    holders: Mapping[str, int] | None = None,
 ) -> WorkingSetUpdate:
     """Compute the next working set.
 
     ``unsent_counts`` has the number of unsent results of every locality file the
     project knows (0 allowed); a working-set file missing from it no longer exists and
     is dropped. ``no_work`` holds the files the scheduler marked as having no work.
+    ``holders``: active hosts holding each file (absent = 0).
 
     Steps:
     1. A no-work marker on a file that has unsent results again is stale: clear it.
     2. Drop working-set files still marked no-work, and files the project no longer has.
-    3. Top up to ``target_size``: first files whose work reappeared, then other files
-       with work, each group in increasing name order.
-    Files that still have work are never evicted to shrink the set; it shrinks to a
-    lower target as its files run out, so hosts started on a file are not orphaned.
+    3. Cut the set back to ``target_size`` (``evict_order``), or top it up to it: first
+       files whose work reappeared, then other files with work, each in name order.
     """
     current_set = set(current)
     with_work = {name for name, count in unsent_counts.items() if count > 0}
@@ -49,6 +50,9 @@ def update_working_set(
     still_no_work = set(no_work) - stale
 
     kept = {name for name in current_set if name in unsent_counts and name not in still_no_work}
+    excess = len(kept) - target_size
+    if excess > 0:
+        kept -= set(evict_order(kept, unsent_counts, holders or {})[:excess])
     room = max(0, target_size - len(kept))
     reappeared = sorted(stale - kept)
     others = sorted(with_work - kept - stale)
@@ -61,3 +65,17 @@ def update_working_set(
         removed=tuple(sorted(current_set - new_set)),
         cleared_no_work=tuple(sorted(stale)),
     )
+
+
+def evict_order(
+    files: Iterable[str], unsent_counts: Mapping[str, int], holders: Mapping[str, int]
+) -> list[str]:
+    """Working-set files in the order to drop them when the set is larger than N/M.
+
+    Fewest holders first: a file no host holds yet costs no download and strands no
+    half-sent workunit when it leaves (it comes back at a later top-up), while a file
+    hosts are on keeps its place so that new hosts replace the ones that left it. Among
+    files held alike, the one with the most work done (fewest unsent results) first: it
+    would give a new host the least work for its download, and it leaves soon anyway.
+    """
+    return sorted(files, key=lambda name: (holders.get(name, 0), unsent_counts.get(name, 0), name))

@@ -9,8 +9,10 @@ sched_locality.cpp:
    file, for each user/file pair in increasing result id order; a file that yields
    nothing is kept, marked "no work", signalled "need work" (then waited for, see
    below), or deleted from the host (``decide_file_without_results``);
-3. while the host still needs work: a file picked uniformly from the working set, or,
-   when that gives nothing to this user, the deterministic choice among files with work;
+3. while the host still needs work: a file picked uniformly from the least-held files of
+   the working set, or, when that file is excluded for this user or every file of the set
+   already has M hosts, the deterministic choice among files with work; not before the
+   wait when step 2 signalled need work;
 4. record the files that went out with the jobs as HostFile(sent_by_scheduler=True).
 
 The wait. Seed 004 sleeps N seconds inside the request and queries once more. The RPC
@@ -18,8 +20,11 @@ here is one database transaction, and sleeping in it would hold the host's row l
 (and, on SQLite, the write lock that every other RPC needs). So the source only notes
 "wait for X" for this request; ``locality_retry_after_commit`` runs after the RPC's
 transaction has committed, polls for up to N seconds with no transaction open, then
-runs a second short transaction that tries those files once more and adds the jobs it
-finds to the reply.
+runs a second short transaction, with the RPC's locks, that tries those files once
+more (a file still without work is then handled as one with no results: marked, and
+deleted from the host), then step 3 if the host still needs work, and adds the jobs it
+finds to the reply. Step 3 waits for the retry so that a host holding X is not sent a
+second large file just before X's on-demand work appears.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
+from apps.core.db import advisory_xact_lock
 from apps.locality.domain.choice import (
     FALLBACK,
     LocalityCandidate,
@@ -68,7 +74,7 @@ from apps.protocol import SchedulerReply
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, lock_unsent
 from apps.scheduler.services.reply import reply_build
-from apps.scheduler.services.versions import host_versions
+from apps.scheduler.services.versions import host_app_versions_lock, host_versions
 from apps.work.domain.states import ServerState
 
 logger = logging.getLogger(__name__)
@@ -87,11 +93,13 @@ monotonic = time.monotonic
 
 @dataclass(slots=True)
 class _PendingWaits:
-    """Files of one RPC whose generator was asked for work, to retry after the commit."""
+    """Files of one RPC whose generator was asked for work, to retry after the commit
+    (with the search for new files, which waits for them)."""
 
     ctx: RpcContext
     files: list[str]
     held: set[str]
+    tried: set[str]
 
 
 # Per request (a context variable is per thread / per asyncio task); the hook checks the
@@ -114,7 +122,7 @@ class _LocalityPass:
     """One pass of the source over a request (the RPC's, or the retry after the wait)."""
 
     dispatcher: Dispatcher
-    already_waited: bool
+    waited: set[str]  # files whose on-demand work was already waited for (the retry's)
     rng: random.Random
     files: dict[str, LocalityFile] = field(default_factory=dict)
     held: set[str] = field(default_factory=set)  # locality files the host holds
@@ -197,7 +205,7 @@ class _LocalityPass:
             no_work_available=file_no_work_available(project=project, file=file, file_name=name),
             more_to_come=file_has_results(project=project, file_name=name, state=ServerState.IN_PROGRESS),
             wait_period=_effective_wait_period(project),
-            already_waited=self.already_waited,
+            already_waited=name in self.waited,
         )
         if file is not None and action.signals_need_work:
             need_work_signal(file=file, host=ctx.host, now=ctx.now)
@@ -285,14 +293,12 @@ def _effective_wait_period(project: Project) -> float:
     return 0.0
 
 
-def _new_pass(dispatcher: Dispatcher, *, already_waited: bool) -> _LocalityPass:
+def _new_pass(dispatcher: Dispatcher, *, waited: set[str]) -> _LocalityPass:
     ctx = dispatcher.ctx
     assert ctx.host is not None
     # Seeded by request so a run can be replayed; hosts and RPCs still differ (no flocking).
     rng = random.Random(f"{ctx.project.id}:{ctx.host.id}:{ctx.now.isoformat()}")
-    return _LocalityPass(
-        dispatcher=dispatcher, already_waited=already_waited, rng=rng, first_job=len(ctx.sent)
-    )
+    return _LocalityPass(dispatcher=dispatcher, waited=waited, rng=rng, first_job=len(ctx.sent))
 
 
 def send_locality_work(dispatcher: Dispatcher) -> None:
@@ -300,7 +306,7 @@ def send_locality_work(dispatcher: Dispatcher) -> None:
     ctx = dispatcher.ctx
     if not ctx.project.locality_scheduling:
         return
-    lp = _new_pass(dispatcher, already_waited=False)
+    lp = _new_pass(dispatcher, waited=set())
     reported = {s.name for s in ctx.req.sticky_files[:MAX_REPORTED_FILES] if s.status >= 0}
     names = lp.load_host_files(reported)
     for name in order_host_files(
@@ -309,9 +315,15 @@ def send_locality_work(dispatcher: Dispatcher) -> None:
         if not dispatcher.need.work_needed():
             break
         lp.file_on_host(name)
-    lp.new_files()
+    if lp.waits:
+        # Seed 004: a host holding X with no results for X waits for X's on-demand work
+        # and queries again; a new file now would be a large download the wait may make
+        # useless. The retry after the commit starts the host on one if still needed.
+        _pending.set(_PendingWaits(ctx=ctx, files=lp.waits, held=set(lp.held), tried=set(lp.tried)))
+    else:
+        lp.new_files()
+        _pending.set(None)
     lp.record_sent()
-    _pending.set(_PendingWaits(ctx=ctx, files=lp.waits, held=set(lp.held)) if lp.waits else None)
 
 
 # --- after the commit: wait, then try the files once more -------------------------------------
@@ -322,23 +334,25 @@ def locality_retry_after_commit(ctx: RpcContext, reply: SchedulerReply) -> Sched
 
     If the locality source asked the generator for work for files on the host, poll for
     up to ``locality_scheduling_wait_period`` seconds (at most ``MAX_WAIT_SECONDS``)
-    holding no transaction and no lock, then try those files once more in a second short
-    transaction, and return the reply with the extra jobs. Any failure here keeps the
-    first reply: its jobs are already committed as sent to this host.
+    holding no transaction and no lock, then, in a second short transaction, try those
+    files once more and start the host on a new file if it still needs work, and return
+    the reply with the extra jobs and deletions. Any failure here keeps the first reply:
+    its jobs are already committed as sent to this host.
     """
     pending = _pending.get()
     _pending.set(None)
     if pending is None or pending.ctx is not ctx or not pending.files:
         return reply
-    if connection.in_atomic_block:
+    waited = not connection.in_atomic_block
+    if not waited:
         # The caller wraps the RPC in its own transaction: sleeping here would hold it.
+        # Only the new-file search the first pass put off runs, as if there were no wait.
         logger.warning("locality: RPC inside an outer transaction; not waiting for on-demand work")
-        return reply
     try:
-        if not _wait_for_work(ctx, pending.files):
-            return reply
+        if waited:
+            _wait_for_work(ctx, pending.files)
         deletes_before = len(ctx.delete_file_infos)
-        added = _retry_files(ctx, pending)
+        added = _retry_files(ctx, pending, waited=waited)
         if not added and len(ctx.delete_file_infos) == deletes_before:
             return reply
         if added:
@@ -349,28 +363,37 @@ def locality_retry_after_commit(ctx: RpcContext, reply: SchedulerReply) -> Sched
         return reply
 
 
-def _wait_for_work(ctx: RpcContext, files: list[str]) -> bool:
+def _wait_for_work(ctx: RpcContext, files: list[str]) -> None:
     """Poll without a transaction until a file has unsent results or is marked "no work
-    available", or the wait period ends. True if something changed."""
+    available", or the wait period ends (the retry runs either way: a file still
+    without work is then marked, and deleted from the host)."""
     project = ctx.project
     deadline = monotonic() + min(_effective_wait_period(project), MAX_WAIT_SECONDS)
     while True:
         if any_file_has_unsent(project=project, file_names=files) or any_file_no_work_available(
             project=project, file_names=files
         ):
-            return True
+            return
         remaining = deadline - monotonic()
         if remaining <= 0:
-            return False
+            return
         sleep(min(POLL_INTERVAL, remaining))
 
 
-def _retry_files(ctx: RpcContext, pending: _PendingWaits) -> int:
-    """The second, short transaction: the waited-for files once more. Returns jobs added."""
+def _retry_files(ctx: RpcContext, pending: _PendingWaits, *, waited: bool) -> int:
+    """The second, short transaction: the waited-for files once more (if ``waited``),
+    then new files while the host needs work. Returns jobs added."""
     from apps.scheduler.services import work_need  # the services package imports this module
 
+    assert ctx.account is not None
     before = len(ctx.sent)
     with transaction.atomic():
+        # The locks of the RPC's own transaction, in its order: other RPCs of this user
+        # (one result per user per workunit) and of this host (its host_app_version
+        # rows, reloaded here, since another RPC may have changed them during the wait).
+        if ctx.project.one_result_per_user_per_wu:
+            advisory_xact_lock(f"scheduler.user:{ctx.account.pk}")
+        host_app_versions_lock(ctx)
         versions = host_versions(ctx)
         need = work_need(ctx)
         for job in ctx.sent:  # what the first pass already sent no longer needs filling
@@ -384,13 +407,16 @@ def _retry_files(ctx: RpcContext, pending: _PendingWaits) -> int:
             return 0
         dispatcher = Dispatcher(ctx, versions, need, in_progress_limits(ctx, versions))
         dispatcher.disk_used = sum(job.result.workunit.rsc_disk_bound for job in ctx.sent)
-        lp = _new_pass(dispatcher, already_waited=True)
+        lp = _new_pass(dispatcher, waited=set(pending.files) if waited else set())
         lp.held = set(pending.held)
-        lp.load_host_files(set(pending.files))
-        for name in pending.files:
-            if not need.work_needed():
-                break
-            lp.file_on_host(name)
+        lp.tried = set(pending.tried)
+        if waited:
+            lp.load_host_files(set(pending.files))
+            for name in pending.files:
+                if not need.work_needed():
+                    break
+                lp.file_on_host(name)
+        lp.new_files()
         lp.record_sent()
         dispatcher.flush()
     return len(ctx.sent) - before
