@@ -87,6 +87,20 @@ def test_short_term_debt_resets_projects_without_runnable_jobs() -> None:
     assert debts["A"] == 0.0
 
 
+def test_short_term_debt_of_a_project_left_alone_with_work_returns_to_zero() -> None:
+    # Client 6.6 normalized the short-term debts of the projects with work to mean zero.
+    debts = update_short_term_debts(
+        {"A": -86400.0, "B": 86400.0},
+        shares={"A": 100, "B": 100},
+        used={"B": 60.0},
+        runnable={"B"},
+        dt=60.0,
+        ninstances=1,
+        max_debt=86400.0,
+    )
+    assert debts == {"A": 0.0, "B": 0.0}
+
+
 def test_short_term_debt_is_clamped() -> None:
     debts = update_short_term_debts(
         {"A": 86000.0, "B": -86000.0},
@@ -146,3 +160,19 @@ def test_short_term_debts_stay_within_bounds(step: dict) -> None:
         max_debt=86400.0,
     )
     assert all(abs(d) <= 86400.0 for d in debts.values())
+
+
+@given(debt_steps())
+def test_short_term_debts_of_projects_with_work_have_mean_zero(step: dict) -> None:
+    debts = update_short_term_debts(
+        step["debts"],
+        shares=step["shares"],
+        used=step["used"],
+        runnable=step["eligible"],
+        dt=step["dt"],
+        ninstances=step["ninstances"],
+        max_debt=1e12,
+    )
+    members = [d for p, d in debts.items() if p in step["eligible"]]
+    scale = 1 + sum(abs(d) for d in step["debts"].values()) + step["dt"] * step["ninstances"]
+    assert sum(members) == pytest.approx(0.0, abs=1e-6 * scale)

@@ -9,7 +9,8 @@ readings documented in apps/emulator/domain/policies/v6_gpu.py. Measured (README
   (``test_literal_eligibility_example1_misses_the_target``).
 - Example 2: v6-gpu pays B back for a whole year; rec pays back only until the 10-day REC
   half-life has forgotten A's year, then splits 50/50; v4, with no deadline mode, misses
-  A's deadline. In the variation B and the new project C share the CPU evenly.
+  A's deadline. In the variation B and the new project C share the CPU evenly, under
+  v6-gpu from C's first day.
 - Example 3: v6-gpu shares the GPU 50/50 at once; rec first lets B catch up on the GPU for
   about ten days. In the variant where B ran CPU jobs all year, v6-gpu's debts owe B the
   first year's processing difference and pay it back.
@@ -17,7 +18,11 @@ readings documented in apps/emulator/domain/policies/v6_gpu.py. Measured (README
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -158,6 +163,21 @@ def test_example2_new_project_shares_cpu_evenly_with_b(policy: str) -> None:
     assert c / (b + c) == pytest.approx(0.5, abs=SHARE_TOLERANCE)
 
 
+def test_v6_gpu_example2_new_project_shares_cpu_from_its_first_day() -> None:
+    """The variation's "immediately": B and C split the CPU 50/50 on C's first day.
+
+    B, owed a year by A, sat at the one-day short-term-debt clamp; once A's job ends B is
+    alone with work and back at mean zero, where C joins it. (rec does not meet this: its
+    hysteresis fetches C's first job only when B's buffer runs low, a day later.)
+    """
+    report = _run("example2_new_project", "v6-gpu")
+    shares = (
+        report.share("B", CPU, start=YEAR, end=YEAR + DAY),
+        report.share("C", CPU, start=YEAR, end=YEAR + DAY),
+    )
+    assert shares == pytest.approx((0.5, 0.5), abs=SHARE_TOLERANCE)
+
+
 # -- Example 3: B gets a GPU app after a year -----------------------------------------
 
 
@@ -212,3 +232,26 @@ def test_rec_example3_with_cpu_work_settles_at_example1_split() -> None:
     report = _run("example3_with_cpu_work", "rec")
     share = report.share("A", GPU, start=YEAR + 10 * DAY, end=YEAR + 60 * DAY)
     assert share == pytest.approx(0.75, abs=SHARE_TOLERANCE)
+
+
+@pytest.mark.slow
+def test_a_run_is_the_same_under_any_string_hash_seed() -> None:
+    """run_scenario promises repeatable runs; iterating a set of enum members (ordered by
+    string hash, which changes per interpreter) once made rec's Example 3 differ."""
+    code = (
+        "from apps.emulator.domain import load_scenario, run_scenario;"
+        "r = run_scenario(load_scenario('example3_new_gpu_app'), 'rec');"
+        "print(r.figures)"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[2],
+        ).stdout
+        for seed in ("0", "2")
+    }
+    assert len(outputs) == 1

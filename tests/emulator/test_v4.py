@@ -7,7 +7,14 @@ import pytest
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import DAY, ClientPrefs, HostSpec, ProjectSpec, ResourceSpec
 from apps.emulator.domain.policies.base import FetchChoice
-from apps.emulator.domain.policies.v4 import Urgency, V4Policy, compute_work_request, ettprc, min_results
+from apps.emulator.domain.policies.v4 import (
+    Urgency,
+    V4Policy,
+    compute_work_request,
+    ettprc,
+    ettprc_falls_below,
+    min_results,
+)
 from apps.emulator.domain.server import WorkRequest
 from apps.emulator.domain.state import ClientState, SimJob, SimProject
 
@@ -25,11 +32,24 @@ def _setup(*names: str) -> tuple[ClientState, V4Policy]:
 
 
 def _add(
-    state: ClientState, key: int, project: str, *, deadline: float = 1e9, proc: ProcType = CPU
+    state: ClientState,
+    key: int,
+    project: str,
+    *,
+    deadline: float = 1e9,
+    proc: ProcType = CPU,
+    running: bool = False,
+    slice_start: float = 0.0,
 ) -> SimJob:
     job = SimJob(key, project, "app", proc, 1.0, 3.6e12, 3.6e12, 1e9, deadline, 0.0)
+    job.running = job.started = running
+    job.slice_start = slice_start
     state.add_job(job)
     return job
+
+
+def _running_projects(state: ClientState) -> list[str]:
+    return sorted(j.project for j in state.jobs if j.running)
 
 
 def test_min_results_is_ceiling_of_cpus_times_share() -> None:
@@ -117,3 +137,59 @@ def test_debt_reset_for_project_without_cpu_results() -> None:
     _add(state, 1, "B")
     policy.account(state, 60.0, {("B", CPU): 60.0})
     assert policy.debt["A"] == 0.0
+
+
+def test_running_job_kept_lowers_its_projects_anticipated_debt() -> None:
+    # Seed 002: every CPU handed out, the one a running job keeps included, lowers its
+    # project's anticipated debt by the expected CPU time. A (100) keeps one CPU and drops
+    # to 100 - 3600; the idle CPU then goes to B (0).
+    state, policy = _setup("A", "B")
+    state.now = 1800.0
+    _add(state, 1, "A", running=True)
+    _add(state, 2, "A")
+    _add(state, 3, "B")
+    policy.debt = {"A": 100.0, "B": 0.0}
+    policy.schedule(state, preempt=False)
+    assert _running_projects(state) == ["A", "B"]
+
+
+def test_running_jobs_inside_their_time_slice_are_preempted_by_debt() -> None:
+    # Seed 002 has no time slice: each pass gives every CPU to the largest anticipated
+    # debt. B (5000, then 5000 - 3600 = 1400) beats A (-5000) for both CPUs, though A's
+    # jobs started half a scheduling period ago.
+    state, policy = _setup("A", "B")
+    state.now = 3600.0
+    _add(state, 1, "A", running=True, slice_start=1800.0)
+    _add(state, 2, "A", running=True, slice_start=1800.0)
+    _add(state, 3, "B")
+    _add(state, 4, "B")
+    policy.debt = {"A": -5000.0, "B": 5000.0}
+    policy.schedule(state, preempt=True)
+    assert _running_projects(state) == ["B", "B"]
+
+
+def test_ettprc_falls_at_the_cpus_the_counted_results_use() -> None:
+    # Counted: the 6000 s and 4000 s results (the latest-deadline one is skipped), two CPUs
+    # at rate 0.5: ETTPRC 20000 falls 2 / 0.5 = 4 s a second and reaches T = 8000 in 3000 s.
+    queue = [(6000.0, 1.0), (4000.0, 1.0), (9000.0, 0.0)]
+    assert ettprc_falls_below(queue, 1, 0.5, 8000.0) == 3000.0
+
+
+def test_ettprc_of_a_project_not_running_does_not_fall() -> None:
+    assert ettprc_falls_below([(20000.0, 0.0)], 0, 1.0, 8640.0) is None
+
+
+def test_client_wakes_when_ettprc_falls_below_the_connection_period() -> None:
+    # Seed 002 checks the work request once a second. One CPU, one project, T = CI = 8640 s:
+    # the running 20000 s result brings ETTPRC below T at 11360 s; the client wakes at the
+    # next once-a-second check and asks for work.
+    state, policy = _setup("A")
+    state.host = HostSpec(resources=(ResourceSpec(CPU, 1, 1e9),))
+    job = SimJob(1, "A", "app", CPU, 1.0, 2e13, 2e13, 1e9, 1e12, 0.0, running=True, started=True)
+    state.add_job(job)
+    assert policy.work_fetch(state) is None
+    wake = policy.next_wakeup(state)
+    assert wake == 11361.0
+    job.done_fpops = job.flops * wake
+    state.now = wake
+    assert policy.work_fetch(state).reason == "NEED_WORK"

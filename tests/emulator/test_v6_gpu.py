@@ -228,3 +228,47 @@ def test_running_gpu_job_keeps_its_gpu_between_time_slices() -> None:
     _add(state, 2, "B", GPU, 3600.0, deadline=2 * DAY)
     policy.schedule(state, preempt=False)
     assert running.running is True
+
+
+def test_job_in_deadline_danger_lowers_anticipated_debt() -> None:
+    # Client 6.x charged the anticipated debt of every job it scheduled, EDF ones too: A's
+    # urgent job takes one CPU and A drops to 100 - 3600, so the other CPU goes to B.
+    state, policy = _setup("A", "B")
+    state.host = HostSpec(resources=(ResourceSpec(CPU, 2, 1e9),))
+    policy.std = {"A": 100.0, "B": 0.0}
+    urgent = _add(state, 1, "A", CPU, 3600.0, deadline=3000.0)
+    _add(state, 2, "A", CPU, 3600.0)
+    _add(state, 3, "B", CPU, 3600.0)
+    policy.schedule(state, preempt=True)
+    assert (urgent.running, sorted(j.project for j in state.jobs if j.running)) == (True, ["A", "B"])
+
+
+def test_new_project_starts_level_with_a_project_left_alone_with_work() -> None:
+    # Seed 000 Example 2's variation: A's job has just ended with B at the +1 day clamp and
+    # A at -1 day; C attaches. B, alone with work, is back at mean zero, and C joins it there.
+    state, policy = _setup("A", "B")
+    policy.std = {"A": -DAY, "B": DAY}
+    _add(state, 1, "B", CPU, 3600.0)
+    state.projects["C"] = SimProject(ProjectSpec(name="C", resource_share=100, apps=()), attached=True)
+    policy.attach(state, "C")
+    assert policy.std == {"A": 0.0, "B": 0.0, "C": 0.0}
+
+
+def test_major_shortfall_moment_is_a_wakeup_that_fetches() -> None:
+    # Seed 000 runs work fetch every 60 s. One CPU; A's 20000 s job leaves it idle at
+    # 20000 s, so a major shortfall (idle before CI = 8640 s) starts at 11360 s. A is
+    # overworked (no minor shortfall fetch) and B is backed off until 1e6 s, so nothing is
+    # fetched now; at 11360 s get_major_shortfall returns A ("P may be overworked").
+    state, policy = _setup("A", "B")
+    state.host = HostSpec(resources=(ResourceSpec(CPU, 1, 1e9),))
+    job = _add(state, 1, "A", CPU, 20000.0)
+    job.running = job.started = True
+    policy.ltd = {CPU: {"A": -1e6, "B": 0.0}}
+    policy.backoff[("B", CPU)] = Backoff(interval=600.0, until=1e6)
+    assert policy.work_fetch(state) is None
+    wake = policy.next_wakeup(state)
+    assert wake == 11360.0
+    job.done_fpops = job.flops * wake
+    state.now = wake
+    choice = policy.work_fetch(state)
+    assert (choice.project, choice.reason) == ("A", "major shortfall")

@@ -79,11 +79,19 @@ def update_short_term_debts(
     """Client 6.6's per-resource short-term debt, which orders jobs on that resource.
 
     Only projects with runnable jobs for the resource take part; the others are reset to
-    zero (as seed 002 does for its single debt). Debts are kept at mean zero and clamped to
-    +/- ``max_debt`` so a long absence cannot build an unbounded claim.
+    zero (as seed 002 does for its single debt). The runnable projects' debts are then
+    shifted to mean zero and clamped to +/- ``max_debt``, as 6.6's ``adjust_debts`` did
+    ("normalize so mean is zero"). Unlike a zero-sum offset, the shift re-centres the
+    debts whenever the runnable set changes: a project left alone with work drops to zero,
+    and one that joins at zero (newly attached, or back with work) starts at the mean
+    rather than a day below a project left at the clamp.
     """
     adjusted = adjust_debts(debts, shares=shares, used=used, eligible=runnable, dt=dt, ninstances=ninstances)
-    return {p: (min(max(d, -max_debt), max_debt) if p in runnable else 0.0) for p, d in adjusted.items()}
+    members = [p for p in adjusted if p in runnable]
+    mean = sum(adjusted[p] for p in members) / len(members) if members else 0.0
+    return {
+        p: (min(max(d - mean, -max_debt), max_debt) if p in runnable else 0.0) for p, d in adjusted.items()
+    }
 
 
 def update_v4_debts(

@@ -70,7 +70,12 @@ def fill_resource(
     deadline danger by earliest deadline; then running jobs ``keep`` says are inside their
     time slice; then, repeatedly, the job of the project ``pick_project`` names (its
     running, then preempted, then earliest-deadline new job).
-    ``on_pick`` lets the policy update its anticipated debt or temporary REC.
+    ``on_pick`` lets the policy update its anticipated debt or temporary REC. It is called
+    for every job given an instance, kept and deadline-danger jobs included: seed 002
+    lowers the anticipated debt for every CPU handed out, client 6.x charged the anticipated
+    debt of every job it scheduled (EDF ones too) and client 7 bumps the temporary REC of
+    every job added to the run list, so a project already holding instances ranks lower
+    for the rest.
     """
     capacity = float(state.ninstances(proc))
     jobs = sorted(state.jobs_for(proc), key=job_order_key)
@@ -81,6 +86,7 @@ def fill_resource(
         if job.key not in chosen and job.usage <= capacity + _EPS:
             chosen.add(job.key)
             capacity -= job.usage
+            on_pick(job)
 
     if not preempt:
         for job in jobs:
@@ -101,9 +107,7 @@ def fill_resource(
         job = pending[project].pop(0)
         if not pending[project]:
             del pending[project]
-        if job.usage <= capacity + _EPS:
-            take(job)
-            on_pick(job)
+        take(job)
     return chosen
 
 
@@ -119,12 +123,20 @@ def apply_run_set(state: ClientState, proc: ProcType, chosen: Iterable[int]) -> 
 
 
 def schedule_cpu_by_debt(
-    state: ClientState, debts: Mapping[str, float], *, preempt: bool, urgent: frozenset[int] | set[int]
+    state: ClientState,
+    debts: Mapping[str, float],
+    *,
+    preempt: bool,
+    urgent: frozenset[int] | set[int],
+    time_slice: bool,
 ) -> None:
     """Run CPU jobs of the projects with the largest anticipated debt (seed 002's loop).
 
-    Each job picked lowers its project's anticipated debt by one scheduling period of its
-    usage, so the CPUs are shared out by debt; jobs in ``urgent`` (deadline danger) first.
+    Each job given a CPU (a deadline-danger job, a running job kept, or a debt pick) lowers
+    its project's anticipated debt by one scheduling period of its usage, so the CPUs are
+    shared out by debt; jobs in ``urgent`` (deadline danger) first. With ``time_slice`` a
+    running job stays until its slice of one scheduling period ends (client 6.6); without
+    it every preempting pass hands each CPU out by debt afresh (seed 002).
     """
     period = state.prefs.cpu_scheduling_period
     anticipated = dict(debts)
@@ -139,7 +151,7 @@ def schedule_cpu_by_debt(
         state,
         ProcType.CPU,
         preempt=preempt,
-        keep=lambda j: state.now - j.slice_start < period,
+        keep=(lambda j: state.now - j.slice_start < period) if time_slice else (lambda j: False),
         urgent=urgent,
         pick_project=pick,
         on_pick=charge,

@@ -124,8 +124,11 @@ class RecPolicy:
         return next((p for p in ranked if self._can_fetch(state, p, proc)), None)
 
     def _request(self, state: ClientState, rr: RRResult, procs: set[ProcType]) -> WorkRequest:
-        req_secs = {p: max(rr.resources[p].shortfall, 1.0) for p in procs}
-        req_instances = {p: rr.resources[p].nidle_now for p in procs}
+        # In a fixed order: a set of enum members iterates by string hash, which differs
+        # between interpreter runs, and the server fills the request in the order given.
+        ordered = [p for p in FETCH_ORDER if p in procs]
+        req_secs = {p: max(rr.resources[p].shortfall, 1.0) for p in ordered}
+        req_instances = {p: rr.resources[p].nidle_now for p in ordered}
         delay = {p: rr.resources[p].saturated_time for p in state.proc_types}
         return WorkRequest(req_secs=req_secs, req_instances=req_instances, estimated_delay=delay)
 

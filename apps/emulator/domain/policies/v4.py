@@ -10,6 +10,11 @@ is zero on the first pass and tiny after an event, which would hand every CPU to
 project); and, since seed 002 makes one RPC at a time, the project asked is the one with
 the largest work request. A request that brings no job backs the project off for 1 min
 doubling up to 4 h, this client's only backoff.
+
+As in the seed, there is no time slice (every preempting pass hands each CPU out by
+anticipated debt afresh, and every CPU handed out, a running job's included, lowers it),
+and the client wakes when a project's ETTPRC is due to fall below T, since the seed checks
+the work request every second.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState
 
 MIN_CONNECTION_PERIOD = 180.0  # a zero T would never ask for work before starving
+ETTPRC_CHECK_INTERVAL = 1.0  # seed 002 checks the work request once a second
 
 
 class Urgency(IntEnum):
@@ -59,6 +65,26 @@ def ettprc(cpu_times_by_deadline: list[float], k: int, avg_proc_rate: float) -> 
         return 0.0
     kept = cpu_times_by_deadline[: max(len(cpu_times_by_deadline) - max(k, 0), 0)]
     return sum(kept) / avg_proc_rate
+
+
+def ettprc_falls_below(
+    queue: list[tuple[float, float]], k: int, avg_proc_rate: float, connection_period: float
+) -> float | None:
+    """Seconds until ETTPRC(P, ``k``) falls below T while the running jobs keep running.
+
+    ``queue`` holds, for each runnable result in increasing deadline order, its estimated
+    CPU time and the CPUs it uses now (its usage if running, else 0). ETTPRC counts all but
+    the ``k`` latest-deadline results, so it falls as the running ones among them progress.
+    None when ETTPRC is already below T (work fetch has acted on it) or is not falling.
+    """
+    if avg_proc_rate <= 0:
+        return None
+    counted = queue[: max(len(queue) - max(k, 0), 0)]
+    starvation = sum(cpu_time for cpu_time, _ in counted) / avg_proc_rate
+    falling = sum(cpus for cpu_time, cpus in counted if cpu_time > 0) / avg_proc_rate
+    if starvation < connection_period or falling <= 0:
+        return None
+    return (starvation - connection_period) / falling
 
 
 def compute_work_request(
@@ -107,17 +133,28 @@ class V4Policy:
             runnable={p for p in projects if state.has_runnable(p, ProcType.CPU)},
         )
 
-    def work_fetch(self, state: ClientState) -> FetchChoice | None:
+    @staticmethod
+    def _queues(state: ClientState) -> dict[str, list[tuple[float, float]]]:
+        """Each project's CPU results by deadline: (estimated CPU time, CPUs used now)."""
         cpu_flops = state.host.cpu.flops
-        queues: dict[str, list[float]] = {p.name: [] for p in state.attached()}
+        queues: dict[str, list[tuple[float, float]]] = {p.name: [] for p in state.attached()}
         for job in sorted(state.jobs_for(ProcType.CPU), key=lambda j: (j.deadline, j.key)):
             if job.project in queues:
-                queues[job.project].append(max(job.fpops_est - job.done_fpops, 0.0) / cpu_flops)
+                cpu_time = max(job.fpops_est - job.done_fpops, 0.0) / cpu_flops
+                queues[job.project].append((cpu_time, job.usage if job.running else 0.0))
+        return queues
+
+    @staticmethod
+    def _connection_period(state: ClientState) -> float:
+        return max(state.prefs.v4_connection_period, MIN_CONNECTION_PERIOD)
+
+    def work_fetch(self, state: ClientState) -> FetchChoice | None:
+        queues = self._queues(state)
         urgency, requests = compute_work_request(
-            queues,
+            {p: [cpu_time for cpu_time, _ in queue] for p, queue in queues.items()},
             {p.name: p.resource_share for p in state.attached()},
             ncpus=state.ninstances(ProcType.CPU),
-            connection_period=max(state.prefs.v4_connection_period, MIN_CONNECTION_PERIOD),
+            connection_period=self._connection_period(state),
         )
         candidates = [
             p for p, r in requests.items() if r > 0 and not self.rpc_backoff[p].is_backed_off(state.now)
@@ -141,8 +178,22 @@ class V4Policy:
             )
 
     def schedule(self, state: ClientState, preempt: bool) -> None:
-        # Seed 002 has no deadline-danger mode.
-        schedule_cpu_by_debt(state, self.debt, preempt=preempt, urgent=frozenset())
+        # Seed 002 has no deadline-danger mode and no time slice: each pass hands every CPU
+        # to the project with the largest anticipated debt, preempting running jobs.
+        schedule_cpu_by_debt(state, self.debt, preempt=preempt, urgent=frozenset(), time_slice=False)
 
     def next_wakeup(self, state: ClientState) -> float | None:
-        return backoff_wakeup((b.until for b in self.rpc_backoff.values()), state.now + 1.0)
+        """A backoff ending, or the first once-a-second check after some project's ETTPRC
+        falls below T (seed 002 calls ``compute_work_request`` every second)."""
+        times = [b.until for b in self.rpc_backoff.values()]
+        shares = {p.name: p.resource_share for p in state.attached()}
+        total_share = sum(shares.values())
+        ncpus = state.ninstances(ProcType.CPU)
+        period = self._connection_period(state)
+        for project, queue in self._queues(state).items():
+            rate = shares[project] / total_share * ncpus if total_share > 0 else 0.0
+            k = min_results(ncpus, shares[project], total_share) - 1
+            wait = ettprc_falls_below(queue, k, rate, period)
+            if wait is not None:
+                times.append(state.now + wait + ETTPRC_CHECK_INTERVAL)
+        return backoff_wakeup(times, state.now + 1.0)

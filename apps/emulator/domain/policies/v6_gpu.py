@@ -44,9 +44,11 @@ test_examples.py measures each consequence):
 (c) Job scheduling, on which the seed is silent, follows client 6.6: on the CPU, jobs the
     round-robin simulation says would miss their deadline run first (earliest deadline),
     then one job at a time from the project with the largest anticipated short-term debt
-    (STD; each pick lowers it by one scheduling period of the job's CPUs). STD is owed/got
-    accounting among projects with runnable CPU jobs, kept at mean zero and clamped to one
-    day per CPU. Coprocessor jobs run in deadline order, as 6.6's scheduler took them "in
+    (STD; every job given a CPU, deadline-danger and time-slice ones included, lowers it by
+    one scheduling period of the job's CPUs, as 6.x charged every job it scheduled). STD is
+    owed/got accounting among projects with runnable CPU jobs, kept at mean zero and
+    clamped to one day per CPU; a newly attached project starts at zero, the mean of the
+    projects with work at that moment. Coprocessor jobs run in deadline order, as 6.6's scheduler took them "in
     deadline order until all coprocs are full": no debt orders them, so the GPU split is
     made by work fetch, that is by the overall debt.
 (d) "Ask for work of that type and don't get any work" is read per type (client 6.6 read it
@@ -76,6 +78,10 @@ from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState
 
 _EPS = 1e-9
+# Seconds: next_wakeup wakes the client when a resource's idle moment reaches CI or CI+AW,
+# where saturated_time equals the bound; counting that moment as a shortfall makes the
+# wakeup fetch then instead of at the next poll.
+_AT_WAKEUP = 1e-6
 
 
 class V6GpuPolicy:
@@ -94,6 +100,12 @@ class V6GpuPolicy:
             # Zero is the current maximum LTD, so a new project starts debt-free (seed 000).
             self.ltd.setdefault(proc, {})[project] = 0.0
             self.backoff[(project, proc)] = Backoff()
+        # Client 6.6 adjusted short-term debts on every scheduling pass, so by the time a new
+        # project has work they describe the jobs on the host now. Bring them up to date
+        # (a project whose last job has just ended drops out of the mean) and start the
+        # newcomer at zero, the mean of the projects with work: in seed 000 Example 2's
+        # variation B, left alone when A's job ends, is back at zero and C shares at once.
+        self.std = self._short_term_debts(state, dt=0.0, used={})
         self.std[project] = 0.0
 
     def debt_eligible(self, state: ClientState, project: str, proc: ProcType) -> bool:
@@ -118,8 +130,12 @@ class V6GpuPolicy:
                 dt=dt,
                 ninstances=state.ninstances(proc),
             )
+        self.std = self._short_term_debts(state, dt=dt, used=used)
+
+    def _short_term_debts(self, state: ClientState, *, dt: float, used: Usage) -> dict[str, float]:
+        shares = {p.name: p.resource_share for p in state.attached()}
         ncpus = state.ninstances(ProcType.CPU)
-        self.std = update_short_term_debts(
+        return update_short_term_debts(
             self.std,
             shares=shares,
             used={p: used.get((p, ProcType.CPU), 0.0) for p in shares},
@@ -154,7 +170,7 @@ class V6GpuPolicy:
         debts = self.overall_debts(state)
         overworked = self.overworked_projects(state, debts)
         for proc in order:
-            if rr.resources[proc].saturated_time < ci:
+            if rr.resources[proc].saturated_time < ci + _AT_WAKEUP:
                 project = self._best(state, debts, proc, excluded=set())
                 if project is not None:
                     return FetchChoice(project, self._request(state, rr, {proc}), "major shortfall")
@@ -200,16 +216,18 @@ class V6GpuPolicy:
 
     def schedule(self, state: ClientState, preempt: bool) -> None:
         urgent = state.rr_sim(state.prefs.work_buf_total).deadline_misses
-        schedule_cpu_by_debt(state, self.std, preempt=preempt, urgent=urgent)
+        schedule_cpu_by_debt(state, self.std, preempt=preempt, urgent=urgent, time_slice=True)
         for proc in state.proc_types:
             if proc.is_gpu:
                 apply_run_set(state, proc, fill_by_deadline(state, proc, preempt=preempt))
 
     def next_wakeup(self, state: ClientState) -> float | None:
+        """A backoff ending, or a resource's idle moment coming within CI+AW (a minor
+        shortfall starts) or within CI (a major one, which may ask an overworked project)."""
         rr = state.rr_sim(state.prefs.work_buf_total)
-        low = state.prefs.work_buf_total
         times = [b.until for b in self.backoff.values()]
-        times += [state.now + o.saturated_time - low for o in rr.resources.values()]
+        for low in (state.prefs.work_buf_total, state.prefs.work_buf_min):
+            times += [state.now + o.saturated_time - low for o in rr.resources.values()]
         return backoff_wakeup(times, state.now + 1.0)
 
 
@@ -239,6 +257,9 @@ def handle_resource_backoffs(
     got = {job.proc_type for job in jobs}
     for proc in got:
         backoffs[(choice.project, proc)] = backoff_cleared()
-    for proc in choice.request.requested_types - got:
+    # The host's order, not a set's: each backoff draws from the run's random stream, and a
+    # set of enum members iterates in an order that differs between interpreter runs.
+    missed = choice.request.requested_types - got
+    for proc in (p for p in state.proc_types if p in missed):
         key = (choice.project, proc)
         backoffs[key] = backoff_after_no_work(backoffs[key], now=state.now, u=state.rng.random())
