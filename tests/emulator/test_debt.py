@@ -148,31 +148,27 @@ def test_max_debt_is_zero_after_max_zero_offset(step: dict) -> None:
     assert max(update_long_term_debts(**step).values()) == 0.0
 
 
-@given(debt_steps())
-def test_short_term_debts_stay_within_bounds(step: dict) -> None:
-    debts = update_short_term_debts(
+def _short_term(step: dict, max_debt: float) -> dict[str, float]:
+    return update_short_term_debts(
         step["debts"],
         shares=step["shares"],
         used=step["used"],
         runnable=step["eligible"],
         dt=step["dt"],
         ninstances=step["ninstances"],
-        max_debt=86400.0,
+        max_debt=max_debt,
     )
+
+
+@given(debt_steps())
+def test_short_term_debts_stay_within_bounds(step: dict) -> None:
+    debts = _short_term(step, 86400.0)
     assert all(abs(d) <= 86400.0 for d in debts.values())
 
 
 @given(debt_steps())
 def test_short_term_debts_of_projects_with_work_have_mean_zero(step: dict) -> None:
-    debts = update_short_term_debts(
-        step["debts"],
-        shares=step["shares"],
-        used=step["used"],
-        runnable=step["eligible"],
-        dt=step["dt"],
-        ninstances=step["ninstances"],
-        max_debt=1e12,
-    )
+    debts = _short_term(step, 1e12)
     members = [d for p, d in debts.items() if p in step["eligible"]]
     scale = 1 + sum(abs(d) for d in step["debts"].values()) + step["dt"] * step["ninstances"]
     assert sum(members) == pytest.approx(0.0, abs=1e-6 * scale)
