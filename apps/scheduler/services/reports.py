@@ -61,7 +61,7 @@ REPORTED_COLUMNS = (
             "anonymous_proc_type",
         ),
     ),
-    ModelColumns(Workunit, "w", ("id", "project", "app", "name", "delay_bound")),
+    ModelColumns(Workunit, "w", ("id", "project", "app", "name", "delay_bound", "sequence")),
 )
 ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
 
@@ -113,12 +113,14 @@ def results_report(ctx: RpcContext) -> list[Result]:
 def _accepts_report(result: Result) -> bool:
     """In progress, or timed out and never reported: as BOINC, "late in arriving, but keep
     it anyhow", so the work can still validate (against the canonical result if there is
-    one) and earn credit. Anything reported before, or withdrawn, is left as it is."""
+    one) and earn credit. Anything reported before, or withdrawn, is left as it is; so is
+    a late step of a work sequence, which has moved on without it (seed 001 relocation)."""
     if result.server_state == ServerState.IN_PROGRESS:
         return True
-    return result.server_state == ServerState.OVER and result.outcome in (
-        Outcome.NO_REPLY,
-        Outcome.CLIENT_DETACHED,
+    return (
+        result.server_state == ServerState.OVER
+        and result.outcome in (Outcome.NO_REPLY, Outcome.CLIENT_DETACHED)
+        and result.workunit.sequence_id is None
     )
 
 
