@@ -16,17 +16,18 @@ def test_no_statistics_gives_the_peak():
 
 def test_settled_host_et_gives_its_inverse():
     # et averages elapsed/fpops_est: 2**-30 s per fpop means 2**30 FLOPS.
-    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=10, avg=2.0**-30))
+    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=11, avg=2.0**-30))
     assert est == FlopsEstimate(2.0**30, FlopsSource.HOST_ET)
 
 
 def test_unsettled_host_falls_back_to_the_version_pfc():
-    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=9, avg=1e-9), av_pfc=Average(n=100, avg=4.0))
+    # "Above" the threshold (seed 003; BOINC's et.n > 10): ten samples are not yet enough.
+    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=10, avg=1e-9), av_pfc=Average(n=101, avg=4.0))
     assert est == FlopsEstimate(PEAK / 4.0, FlopsSource.VERSION_PFC)
 
 
 def test_unsettled_version_pfc_is_not_used():
-    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(), av_pfc=Average(n=99, avg=4.0))
+    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(), av_pfc=Average(n=100, avg=4.0))
     assert est.source is FlopsSource.PEAK
 
 
@@ -37,7 +38,7 @@ def test_anonymous_platform_without_host_statistics_gets_the_peak():
 
 def test_host_pfc_option_gives_peak_over_host_pfc():
     est = estimate_flops(
-        peak_flops=PEAK, hav_et=AverageVar(n=10, avg=1e-9), hav_pfc=Average(n=10, avg=5.0), from_hav_pfc=True
+        peak_flops=PEAK, hav_et=AverageVar(n=11, avg=1e-9), hav_pfc=Average(n=11, avg=5.0), from_hav_pfc=True
     )
     assert est == FlopsEstimate(PEAK / 5.0, FlopsSource.HOST_PFC)
 
@@ -48,7 +49,7 @@ def test_no_stats_option_forces_the_peak():
 
 
 def test_estimate_is_capped_at_250_times_the_peak():
-    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=10, avg=1e-15))
+    est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=11, avg=1e-15))
     assert est.flops == 250 * PEAK
 
 

@@ -33,7 +33,10 @@ class FlopsEstimate:
 
 
 def _usable(avg: Average | AverageVar | None, threshold: float) -> bool:
-    return avg is not None and avg.above(threshold) and math.isfinite(avg.avg) and avg.avg > 0
+    # Strictly more samples than the threshold: seed 003's "above", and BOINC's own
+    # estimate_flops (et.n > MIN_HOST_SAMPLES, pfc.n > MIN_VERSION_SAMPLES). Credit's host
+    # scaling counts n >= threshold, as BOINC's credit code does.
+    return avg is not None and avg.n > threshold and math.isfinite(avg.avg) and avg.avg > 0
 
 
 def estimate_flops(
