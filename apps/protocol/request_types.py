@@ -28,6 +28,9 @@ from apps.protocol.schema import (
 from apps.protocol.work_request import ResourceRequest, WorkRequest
 
 _FRAC: FloatRange = {"lo": 0.0, "hi": 1.0}
+# The client divides the project's share by the share of projects with runnable work
+# (cs_scheduler.cpp), so a project that has none yet sees values above 1: read leniently.
+_SHARE_FRAC: FloatRange = {"lo": 0.0, "hi": 1e6, "clamp": True}
 _TIME: FloatRange = {"lo": 0.0, "hi": MAX_TIME}
 _SPEED: FloatRange = {"lo": 0.0, "hi": 1e14}
 _REQ: FloatRange = {"lo": 0.0, "hi": MAX_REQ_SECS, "clamp": True}
@@ -273,9 +276,9 @@ class SchedulerRequest:
     core_client_major_version: int = s_int(0, lo=0, hi=1000)
     core_client_minor_version: int = s_int(0, lo=0, hi=1000)
     core_client_release: int = s_int(0, lo=0, hi=100_000)
-    resource_share_fraction: float = s_float(1.0, **_FRAC)
-    rrs_fraction: float = s_float(1.0, **_FRAC)
-    prrs_fraction: float = s_float(1.0, **_FRAC)
+    resource_share_fraction: float = s_float(1.0, **_SHARE_FRAC)
+    rrs_fraction: float = s_float(1.0, **_SHARE_FRAC)
+    prrs_fraction: float = s_float(1.0, **_SHARE_FRAC)
     duration_correction_factor: float = s_float(1.0, hi=1e4)
     allow_multiple_clients: bool = s_bool(emit="01")
     sandbox: bool = s_bool(emit="01")

@@ -40,7 +40,6 @@ def test_bad_or_insane_numbers_are_refused(text):
         "<hostid>2147483648</hostid>",
         "<hostid>7.5</hostid>",
         "<host_info><p_ncpus>-2</p_ncpus></host_info>",
-        "<rrs_fraction>1.5</rrs_fraction>",
         "<time_stats><on_frac>-0.1</on_frac></time_stats>",
         "<result><name>r</name><state>99</state></result>",
         "<coprocs><coproc_cuda><count>-1</count></coproc_cuda></coprocs>",
@@ -49,6 +48,13 @@ def test_bad_or_insane_numbers_are_refused(text):
 def test_values_outside_sane_ranges_are_refused(inner):
     with pytest.raises(ProtocolError):
         parse(inner)
+
+
+def test_share_fractions_above_one_are_accepted():
+    # The stock client divides by the share of projects with runnable work only, so a
+    # newly attached project (none yet) sends e.g. 2.0 (cs_scheduler.cpp).
+    request = parse("<rrs_fraction>2.000000</rrs_fraction><prrs_fraction>3.5</prrs_fraction>")
+    assert (request.rrs_fraction, request.prrs_fraction) == (2.0, 3.5)
 
 
 def test_integer_written_as_float_is_accepted():
