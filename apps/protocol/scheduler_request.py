@@ -35,9 +35,45 @@ _COPROC_REQUEST = ("req_secs", "req_instances", "estimated_delay", "peak_flops")
 
 def parse_request(body: bytes, *, max_bytes: int) -> SchedulerRequest:
     """Parse a request body; anything malformed, hostile or out of range → ProtocolError."""
-    root = parse_document(body, root="scheduler_request", max_bytes=max_bytes, scrub_controls=True)
+    fixed = stderr_cdata_repaired(body)
+    grown = len(fixed) - len(body) if fixed is not body else 0
+    root = parse_document(fixed, root="scheduler_request", max_bytes=max_bytes + grown, scrub_controls=True)
     result: SchedulerRequest = from_xml(SchedulerRequest, root, "scheduler_request")
     return result
+
+
+_STDERR_OPEN, _STDERR_CLOSE = b"<stderr_out>", b"</stderr_out>"
+_CDATA_OPEN, _CDATA_CLOSE = b"<![CDATA[", b"]]>"
+
+
+def stderr_cdata_repaired(body: bytes) -> bytes:
+    """``body`` with each ``<stderr_out>``'s CDATA section made well-formed.
+
+    The client writes a task's stderr verbatim between ``<![CDATA[`` and ``]]>`` (like its
+    own parser, it takes everything up to ``</stderr_out>``), so an application that
+    printed ``]]>`` would make the request malformed, and the client would send that report
+    again on every RPC. Each inner ``]]>`` is split across two CDATA sections instead,
+    which reads back as the same text.
+    """
+    if not isinstance(body, bytes) or _STDERR_OPEN not in body:
+        return body  # (parse_document refuses anything but bytes)
+    if body.count(_CDATA_CLOSE) <= body.count(_CDATA_OPEN):
+        return body
+    parts, pos = [], 0
+    while (start := body.find(_STDERR_OPEN, pos)) >= 0:
+        start += len(_STDERR_OPEN)
+        end = body.find(_STDERR_CLOSE, start)
+        if end < 0:
+            break
+        inner = body[start:end]
+        first, last = inner.find(_CDATA_OPEN), inner.rfind(_CDATA_CLOSE)
+        if first >= 0 and first + len(_CDATA_OPEN) <= last:
+            data = inner[first + len(_CDATA_OPEN) : last].replace(_CDATA_CLOSE, b"]]]]><![CDATA[>")
+            inner = inner[: first + len(_CDATA_OPEN)] + data + inner[last:]
+        parts += [body[pos:start], inner]
+        pos = end
+    parts.append(body[pos:])
+    return b"".join(parts)
 
 
 # ---------------------------------------------------------------------------- hooks

@@ -102,6 +102,16 @@ def test_report_carries_success_and_error_with_cdata_stderr():
     assert "process exited with code 1" in error.stderr_out
 
 
+def test_stderr_that_printed_the_cdata_end_marker_still_parses_verbatim():
+    # The client writes stderr verbatim inside CDATA; an app that printed "]]>" must not
+    # make the report malformed (it would be resent, unacknowledged, on every RPC).
+    body = load("request_report.xml").replace(b"worker ran at", b"x ]]> y ]]]]> z; worker ran at", 1)
+    success, error = parse_request(body, max_bytes=MAX).results
+    assert "x ]]> y ]]]]> z; worker ran at" in success.stderr_out
+    assert success.stderr_out.endswith("</stderr_txt>")
+    assert "process exited with code 1" in error.stderr_out
+
+
 def test_report_carries_code_sign_key_trickle_and_other_results():
     request = parse("request_report.xml")
 
