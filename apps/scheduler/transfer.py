@@ -52,7 +52,7 @@ from apps.protocol import (
     render_upload_reply,
 )
 from apps.protocol.filenames import partial_upload_name
-from apps.work.domain.states import ServerState
+from apps.work.domain.states import result_open_to_its_host
 from apps.work.models import OutputFile
 
 logger = logging.getLogger(__name__)
@@ -346,7 +346,10 @@ def partial_path(project: Project, name: str) -> Path:
 def _not_accepting(output: OutputFile) -> str | None:
     """Why uploads for this file's result are over, or None while they are welcome."""
     result = output.result
-    if result.server_state != ServerState.IN_PROGRESS:
+    # The same rule as reports: a result that timed out unreported is still welcome.
+    if not result_open_to_its_host(
+        result.server_state, result.outcome, in_sequence=result.workunit.sequence_id is not None
+    ):
         return f"Result {result.name} is over; its files are no longer accepted"
     if result.workunit.error_mask:
         return f"The job of {result.name} was cancelled or failed; its files are no longer accepted"

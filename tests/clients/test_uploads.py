@@ -139,9 +139,21 @@ def test_names_that_could_leave_the_upload_area_are_refused(client, project, out
     assert sorted(p.name for p in project.data_dir.rglob("*") if p.is_file()) == []
 
 
-def test_upload_for_a_timed_out_result_is_refused(client, project, output):
+def test_upload_for_a_timed_out_result_is_still_taken(client, project, output):
+    # BOINC keeps a late result ("late in arriving, but keep it anyhow"); the report that
+    # follows the upload is kept too, so the work can still validate and earn credit.
     output.result.server_state = ServerState.OVER
     output.result.outcome = Outcome.NO_REPLY
+    output.result.save()
+    assert post_upload(client, project, size_query(output.name)).reply.status == UploadStatus.OK
+    assert post_upload(client, project, upload_body(output, DATA)).reply.status == UploadStatus.OK
+    output.refresh_from_db()
+    assert output.uploaded is True
+
+
+def test_upload_for_a_result_the_server_withdrew_is_refused(client, project, output):
+    output.result.server_state = ServerState.OVER
+    output.result.outcome = Outcome.DIDNT_NEED
     output.result.save()
     posted = post_upload(client, project, upload_body(output, DATA))
     assert posted.reply.status == UploadStatus.PERMANENT

@@ -321,6 +321,28 @@ def test_job_whose_workunit_is_done_is_aborted_if_not_started(client, project, a
     assert reply.result_aborts_if_not_started == (result.name,)
 
 
+@pytest.mark.parametrize(
+    ("outcome", "hard"),
+    [(Outcome.NO_REPLY, False), (Outcome.DIDNT_NEED, True)],
+    ids=["timed-out", "withdrawn"],
+)
+def test_a_timed_out_task_is_aborted_only_if_not_started(client, project, account, cpu_app, outcome, hard):
+    # A late task already running may still report, and its report is kept; a withdrawn
+    # one is of no use any more.
+    make_jobs(project, cpu_app, 1)
+    first, result = _sent_result(client, project, account)
+    Result.objects.filter(id=result.id).update(server_state=ServerState.OVER, outcome=outcome)
+    reply = rpc(
+        client,
+        project,
+        make_request(
+            account.authenticator, hostid=first.hostid, rpc_seqno=1, other_results=others(result.name)
+        ),
+    )
+    aborts = (reply.result_aborts, reply.result_aborts_if_not_started)
+    assert aborts == (((result.name,), ()) if hard else ((), (result.name,)))
+
+
 def test_result_unknown_to_the_server_held_by_host_is_aborted(client, project, account):
     reply = rpc(client, project, make_request(account.authenticator, other_results=others("phantom_0")))
     assert reply.result_aborts == ("phantom_0",)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from apps.core.db import any_of, fetch_rows
 from apps.scheduler.services.context import RpcContext
-from apps.work.domain.states import Outcome, ServerState
+from apps.work.domain.states import LATE_OUTCOMES, Outcome, ServerState
 
 
 def results_to_abort(ctx: RpcContext) -> None:
     """BOINC's send_result_abort, from the client's ``other_results`` list.
 
-    * not in the database, or not this host's, or already over on the server
-      (timed out, cancelled, not needed): ``result_abort``;
+    * not in the database, or not this host's, or already over on the server (cancelled,
+      not needed, a sequence step relocated): ``result_abort``;
     * its workunit errored or was cancelled: ``result_abort``;
-    * its workunit already has a canonical result: ``result_abort_if_not_started``.
+    * timed out on the server, or its workunit already has a canonical result:
+      ``result_abort_if_not_started`` (a late task already running may still report, and
+      its report is kept: reports.result_open_to_its_host).
     """
     others = ctx.req.other_results
     if not others:
@@ -22,12 +24,13 @@ def results_to_abort(ctx: RpcContext) -> None:
     assert host is not None
     names = [o.name for o in others]
     named, params = any_of("r.name", names, "text")
-    # name -> (host_id, server_state, outcome, workunit error_mask, canonical_result_id)
+    # name -> (host_id, server_state, outcome, workunit error_mask, canonical_result_id, sequence_id)
     rows = {
         row[0]: row[1:]
         for row in fetch_rows(
-            "SELECT r.name, r.host_id, r.server_state, r.outcome, w.error_mask, w.canonical_result_id"
-            f" FROM work_result r JOIN work_workunit w ON w.id = r.workunit_id WHERE r.project_id = %s AND {named}",
+            "SELECT r.name, r.host_id, r.server_state, r.outcome, w.error_mask, w.canonical_result_id,"
+            " w.sequence_id FROM work_result r JOIN work_workunit w ON w.id = r.workunit_id"
+            f" WHERE r.project_id = %s AND {named}",
             [ctx.project.id, *params],
         )
     }
@@ -36,12 +39,13 @@ def results_to_abort(ctx: RpcContext) -> None:
         if row is None:
             ctx.aborts.append(name)
             continue
-        host_id, server_state, outcome, error_mask, canonical_result_id = row
-        if (
-            host_id != host.id
-            or (server_state == ServerState.OVER and outcome != Outcome.SUCCESS)
-            or error_mask
-        ):
+        host_id, server_state, outcome, error_mask, canonical_result_id, sequence_id = row
+        late = server_state == ServerState.OVER and outcome in LATE_OUTCOMES and sequence_id is None
+        if host_id != host.id or error_mask:
+            ctx.aborts.append(name)
+        elif late:
+            ctx.aborts_if_not_started.append(name)
+        elif server_state == ServerState.OVER and outcome != Outcome.SUCCESS:
             ctx.aborts.append(name)
         elif canonical_result_id and server_state == ServerState.IN_PROGRESS:
             ctx.aborts_if_not_started.append(name)

@@ -24,6 +24,7 @@ from apps.work.domain.states import (
     ClientState,
     Outcome,
     ServerState,
+    result_open_to_its_host,
 )
 from apps.work.models import Result, Workunit
 from apps.work.services.rows import results_with_workunits
@@ -111,16 +112,10 @@ def results_report(ctx: RpcContext) -> list[Result]:
 
 
 def _accepts_report(result: Result) -> bool:
-    """In progress, or timed out and never reported: as BOINC, "late in arriving, but keep
-    it anyhow", so the work can still validate (against the canonical result if there is
-    one) and earn credit. Anything reported before, or withdrawn, is left as it is; so is
-    a late step of a work sequence, which has moved on without it (seed 001 relocation)."""
-    if result.server_state == ServerState.IN_PROGRESS:
-        return True
-    return (
-        result.server_state == ServerState.OVER
-        and result.outcome in (Outcome.NO_REPLY, Outcome.CLIENT_DETACHED)
-        and result.workunit.sequence_id is None
+    """In progress, or late but still welcome (``result_open_to_its_host``); anything
+    reported before, or withdrawn, is left as it is."""
+    return result_open_to_its_host(
+        result.server_state, result.outcome, in_sequence=result.workunit.sequence_id is not None
     )
 
 

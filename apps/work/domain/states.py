@@ -27,6 +27,21 @@ class Outcome(IntEnum):
     CLIENT_DETACHED = 7
 
 
+LATE_OUTCOMES = frozenset({Outcome.NO_REPLY, Outcome.CLIENT_DETACHED})
+
+
+def result_open_to_its_host(server_state: int, outcome: int, *, in_sequence: bool) -> bool:
+    """Whether the host a result was sent to may still upload and report it.
+
+    While in progress; and, as BOINC ("late in arriving, but keep it anyhow"), after it
+    timed out unreported, so the work can still validate and earn credit. Not a late step
+    of a work sequence, which has moved on without it (seed 001 relocation).
+    """
+    if server_state == ServerState.IN_PROGRESS:
+        return True
+    return server_state == ServerState.OVER and outcome in LATE_OUTCOMES and not in_sequence
+
+
 class ValidateState(IntEnum):
     INIT = 0
     VALID = 1
