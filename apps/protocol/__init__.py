@@ -111,7 +111,7 @@ from apps.protocol.web_rpc import (
     render_project_config,
 )
 from apps.protocol.work_request import ResourceRequest, WorkRequest
-from apps.protocol.xmlsafe import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS
+from apps.protocol.xmlsafe import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, xml_fragment_problem
 from apps.protocol.xmlwrite import xml_safe_text
 
 __all__ = [
@@ -211,5 +211,6 @@ __all__ = [
     "request_from_dict",
     "request_to_dict",
     "upload_certificate_text",
+    "xml_fragment_problem",
     "xml_safe_text",
 ]

@@ -241,6 +241,19 @@ def parse_fragment(raw: str, *, max_bytes: int = MAX_FRAGMENT_BYTES) -> etree._E
     return parse_document(b"<fragment>" + encoded + b"</fragment>", root="fragment", max_bytes=max_bytes)
 
 
+def xml_fragment_problem(raw: str) -> str | None:
+    """Why ``raw`` cannot be sent as XML content (preferences and the like), or None.
+
+    For text stored outside the protocol (an account's preferences edited in the admin)
+    that a reply must carry: checked before writing, so one bad value cannot break a reply.
+    """
+    try:
+        parse_fragment(raw)
+    except ProtocolError as exc:
+        return str(exc)
+    return None
+
+
 def child_elements(element: etree._Element) -> Iterator[etree._Element]:
     """Element children only (no entity references or other node kinds)."""
     return element.iterchildren(etree.Element)  # lxml filters out other node kinds in C

@@ -30,6 +30,7 @@ from apps.protocol import (
     render_am_get_info_reply,
     render_error,
     render_project_config,
+    xml_fragment_problem,
 )
 from apps.volunteers.models import Account, Team
 
@@ -212,8 +213,9 @@ def am_info_get(*, project: Project, authenticator: str) -> AmInfo:
         id=account.pk,
         name=account.name,
         country=account.country,
-        global_prefs=account.global_prefs,
-        project_prefs=account.project_prefs,
+        # Stored text that is not XML is left out rather than failing the whole reply.
+        global_prefs="" if xml_fragment_problem(account.global_prefs) else account.global_prefs,
+        project_prefs="" if xml_fragment_problem(account.project_prefs) else account.project_prefs,
         url=account.url,
         send_email=False,
         show_hosts=account.show_hosts,

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+
+from apps.protocol import xml_fragment_problem
 
 
 def new_authenticator() -> str:
@@ -86,6 +89,14 @@ class Account(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        # Both are sent to the client as XML content (the admin is where they are edited).
+        for field in ("project_prefs", "global_prefs"):
+            value = getattr(self, field)
+            problem = xml_fragment_problem(value) if value else None
+            if problem is not None:
+                raise ValidationError({field: f"Not valid XML: {problem}"})
 
     def set_password(self, password: str) -> None:
         self.passwd_hash = passwd_hash(password, self.email_addr)

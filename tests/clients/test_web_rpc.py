@@ -202,6 +202,15 @@ def test_am_get_info_describes_the_account(client, project, account):
     assert info["country"] == "C%C3%B4te+d%27Ivoire"  # urlencoded like the PHP page
 
 
+def test_am_get_info_leaves_out_stored_preferences_that_are_not_xml(client, project, account):
+    account.project_prefs = "<color>blue"
+    account.save(update_fields=["project_prefs"])
+    response = rpc(client, project, "am_get_info.php", f"account_key={account.authenticator}")
+    info = parse_am_get_info_reply(response.content)
+    assert (response.status_code, info["id"]) == (200, str(account.pk))
+    assert "blue" not in response.content.decode()
+
+
 def test_am_get_info_with_an_unknown_key_is_error_136(client, project):
     body = rpc(client, project, "am_get_info.php", "account_key=nope").content
     assert parse_account_reply(body).error_num == -136

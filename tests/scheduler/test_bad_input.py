@@ -3,6 +3,7 @@
 import gzip
 
 import pytest
+from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -134,3 +135,20 @@ def test_a_stored_name_xml_cannot_carry_still_gets_the_client_its_jobs(client, p
     assert response.status_code == 200
     assert reply.user_name == "bad?name"
     assert len(reply.results) == 1
+
+
+def test_stored_preferences_that_are_not_xml_are_left_out_not_the_jobs(client, project, account, cpu_app):
+    make_jobs(project, cpu_app, 2)
+    account.project_prefs = "<color>blue"  # edited by hand, never closed
+    account.save(update_fields=["project_prefs"])
+    response = post(client, project, render_request(make_request(account.authenticator)))
+    reply = parse_reply(response.content)
+    assert len(reply.results) == 1
+    assert reply.project_preferences == ""
+
+
+def test_the_admin_refuses_preferences_that_are_not_xml(account):
+    account.project_prefs = "<color>blue"
+    with pytest.raises(ValidationError) as refused:
+        account.full_clean()
+    assert set(refused.value.message_dict) == {"project_prefs"}

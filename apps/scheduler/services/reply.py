@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from apps.applications.models import AppVersion
 from apps.core.db import ModelColumns, any_of, fetch_rows
 from apps.core.domain.signing import sign_upload_certificate
@@ -14,11 +16,15 @@ from apps.protocol import (
     ResultDesc,
     SchedulerReply,
     WorkunitDesc,
+    xml_fragment_problem,
     xml_safe_text,
 )
 from apps.protocol.request_types import CoprocUsage
 from apps.scheduler.services.context import RpcContext, SentJob
+from apps.volunteers.models import Account
 from apps.work.models import InputFile, OutputFile, WorkunitFileRef
+
+logger = logging.getLogger(__name__)
 
 
 def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
@@ -44,7 +50,7 @@ def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
         cross_project_id=account.cross_project_id,
         teamid=account.team_id,
         team_name=xml_safe_text(account.team.name) if account.team else None,
-        project_preferences=account.project_prefs or "",
+        project_preferences=_project_prefs(account),
         hostid=host.id if ctx.new_host else None,
         host_total_credit=host.total_credit,
         host_expavg_credit=host.expavg_credit,
@@ -62,6 +68,17 @@ def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
         code_sign_key_signature=code_sign_key_signature,
         **work,
     )
+
+
+def _project_prefs(account: Account) -> str:
+    """The account's project preferences, or none if they are not XML the reply can carry
+    (logged): one bad stored value must not cost the host its acknowledgements and work."""
+    prefs = account.project_prefs or ""
+    problem = xml_fragment_problem(prefs) if prefs else None
+    if problem is not None:
+        logger.warning("account %s: project preferences not sent, not valid XML: %s", account.id, problem)
+        return ""
+    return prefs
 
 
 def _code_sign_key(ctx: RpcContext) -> tuple[str | None, str | None]:
@@ -118,7 +135,9 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
         result, wu = job.result, job.result.workunit
         if wu.app_id not in apps:
             app = ctx.apps.get(wu.app_id) or result.app
-            apps[wu.app_id] = AppDesc(name=app.name, user_friendly_name=app.user_friendly_name or app.name)
+            apps[wu.app_id] = AppDesc(
+                name=app.name, user_friendly_name=xml_safe_text(app.user_friendly_name or app.name)
+            )
         app_name = apps[wu.app_id].name
         if result.app_version_id and result.app_version_id not in app_versions:
             version = result.app_version
