@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from apps.hosts.models import Host
+from apps.protocol import MessagePriority
 from apps.work.domain.states import ClientState, Outcome, ServerState
 from apps.work.models import Result, Workunit
 from apps.work.services.transitioner import workunit_transition
@@ -352,6 +353,17 @@ def test_no_work_reply_says_why(client, project, account, cpu_app):
     reply = rpc(client, project, make_request(account.authenticator))
     assert reply.results == ()
     assert any("No tasks are available" in m.text for m in reply.messages)
+
+
+@pytest.mark.parametrize("asks", [1.0, 0.0], ids=["asking-for-work", "reporting-only"])
+def test_a_platform_without_app_versions_gets_boincs_notice(client, project, account, cpu_app, asks):
+    make_jobs(project, cpu_app, 1)
+    request = make_request(account.authenticator, platform_name="sparc-sun-solaris", cpu_req_secs=asks)
+    reply = rpc(client, project, replace(request, work_req_seconds=asks))
+    notices = [m.text for m in reply.messages if m.priority == MessagePriority.NOTICE]
+    assert notices == ["This project doesn't support computers of type sparc-sun-solaris"]
+    assert reply.results == ()
+    assert not any(m.text.startswith("No tasks sent") for m in reply.messages)
 
 
 def test_stopped_scheduler_says_project_is_down(client, project, account):

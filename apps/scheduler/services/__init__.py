@@ -79,6 +79,10 @@ def scheduler_request_handle(
         ctx.writes.flush()  # the host and its reports, before anything reads results
         results_to_abort(ctx)
         versions = host_versions(ctx)
+        if _platform_unsupported(ctx, versions):
+            ctx.message(
+                f"This project doesn't support computers of type {ctx.req.platform_name}", notice=True
+            )
         # Issue 7 (seed 001): sequence notices and the two-steps-ahead floor, whatever the request asks.
         sequences_prepare(ctx, versions, work_need)
         _send_work(ctx, versions)
@@ -167,6 +171,8 @@ def _send_work(ctx: RpcContext, versions: HostVersions) -> None:
 
 
 def _explain_no_work(ctx: RpcContext, versions: HostVersions, need: WorkNeed) -> None:
+    if _platform_unsupported(ctx, versions):
+        return  # the notice given for every request says why
     names = ", ".join(str(p.value) for p in need.needed_types()) or "any processor"
     reasons = list(ctx.no_work_reasons)
     for app_id in versions.quota_reached:
@@ -176,6 +182,12 @@ def _explain_no_work(ctx: RpcContext, versions: HostVersions, need: WorkNeed) ->
     elif not reasons:
         reasons.append(f"No tasks are available for {names}")
     ctx.message("No tasks sent: " + "; ".join(reasons) + ".", notice=False)
+
+
+def _platform_unsupported(ctx: RpcContext, versions: HostVersions) -> bool:
+    """No app version of the project is for any of the request's platforms (BOINC tells the
+    user with a notice, whether or not work was asked for)."""
+    return not ctx.req.is_anonymous_platform and not versions.resources_with_versions
 
 
 def _no_rsc_apps(ctx: RpcContext, versions: HostVersions) -> tuple[ProcType, ...]:
