@@ -58,7 +58,12 @@ from apps.protocol.scheduler_reply import (
     parse_reply,
     render_reply,
 )
-from apps.protocol.scheduler_request import DEFAULT_MAX_REQUEST_BYTES, parse_request, render_request
+from apps.protocol.scheduler_request import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    parse_request,
+    prefs_mod_time,
+    render_request,
+)
 from apps.protocol.templates import (
     InputFileRefTemplate,
     InputFileTemplate,
@@ -194,6 +199,7 @@ __all__ = [
     "parse_request",
     "parse_upload_header",
     "parse_upload_reply",
+    "prefs_mod_time",
     "render_account_out",
     "render_am_get_info_reply",
     "render_app_info",

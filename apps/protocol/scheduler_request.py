@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
@@ -74,6 +75,23 @@ def stderr_cdata_repaired(body: bytes) -> bytes:
         pos = end
     parts.append(body[pos:])
     return b"".join(parts)
+
+
+def prefs_mod_time(body: str) -> float | None:
+    """The ``<mod_time>`` of preferences stored as the body of ``<global_preferences>``
+    (0 if absent or not a number), or None if the body is not XML."""
+    try:
+        fragment = parse_fragment(body)
+    except ProtocolError:
+        return None
+    for child in child_elements(fragment):
+        if child.tag == "mod_time":
+            try:
+                value = float(leaf_text(child))
+            except ValueError:
+                return 0.0
+            return value if math.isfinite(value) else 0.0
+    return 0.0
 
 
 # ---------------------------------------------------------------------------- hooks

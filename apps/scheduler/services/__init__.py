@@ -17,6 +17,7 @@ from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, transition_times_save
 from apps.scheduler.services.hosts import account_authenticate, host_identify
+from apps.scheduler.services.prefs import global_prefs_exchange
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
 from apps.scheduler.services.versions import (
@@ -89,6 +90,7 @@ def scheduler_request_handle(
         host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
         transition_times_save(ctx)  # the reports' ones, if nothing was sent
         ctx.writes.flush()
+        ctx.global_prefs_out = global_prefs_exchange(ctx)
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
     return locality_retry_after_commit(ctx, reply)

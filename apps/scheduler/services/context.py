@@ -47,6 +47,7 @@ class RpcContext:
     sequences_unassigned: list[str] = field(default_factory=list)
     sequences_ended: list[str] = field(default_factory=list)
     request_delay: float | None = None
+    global_prefs_out: str | None = None  # the account's global preferences, if the client should adopt them
     previous_rpc_day: date | None = None
     # The request's hostid as read with the account (None: no such host of this account).
     known_host: Host | None = None

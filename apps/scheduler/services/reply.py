@@ -51,6 +51,7 @@ def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
         teamid=account.team_id,
         team_name=xml_safe_text(account.team.name) if account.team else None,
         project_preferences=_project_prefs(account),
+        global_preferences=ctx.global_prefs_out,
         hostid=host.id if ctx.new_host else None,
         host_total_credit=host.total_credit,
         host_expavg_credit=host.expavg_credit,

@@ -1,0 +1,39 @@
+"""Global preferences between the account and its hosts (BOINC's handle_global_prefs).
+
+The newer copy wins, by ``<mod_time>``: a client whose preferences are newer (set on the
+host, or brought from another project by the same volunteer) updates the account's; an
+account whose preferences are newer (or a client that has none) has them sent in the
+reply, and the client adopts them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from apps.protocol import prefs_mod_time
+from apps.scheduler.services.context import RpcContext
+from apps.volunteers.models import Account
+
+logger = logging.getLogger(__name__)
+
+
+def global_prefs_exchange(ctx: RpcContext) -> str | None:
+    """Store the client's preferences if newer and its volunteer's own; return the
+    account's (the body of ``<global_preferences>``) when the client should adopt them."""
+    account, sent = ctx.account, ctx.req.global_prefs
+    assert account is not None
+    stored = account.global_prefs or ""
+    stored_time = prefs_mod_time(stored) if stored else 0.0
+    if stored_time is None:
+        logger.warning("account %s: global preferences not used, not valid XML", account.id)
+        stored, stored_time = "", 0.0
+    if sent is not None and sent.raw and sent.mod_time > stored_time:
+        # BOINC keeps another volunteer's preferences (an account shared by e-mail hash
+        # mismatch) off this account.
+        if ctx.req.global_prefs_source_email_hash in ("", account.email_hash):
+            Account.objects.filter(pk=account.pk).update(global_prefs=sent.raw)
+            account.global_prefs = sent.raw
+        return None
+    if stored and (sent is None or stored_time > sent.mod_time):
+        return stored
+    return None

@@ -1,0 +1,52 @@
+"""Global preferences between the account and the client: the newer copy wins (BOINC)."""
+
+import pytest
+
+from apps.protocol import GlobalPrefs
+from apps.volunteers.models import Account
+from tests.scheduler.conftest import make_request, rpc
+
+pytestmark = pytest.mark.django_db
+
+STORED = "<mod_time>200</mod_time><max_ncpus_pct>50</max_ncpus_pct>"
+
+
+def client_prefs(mod_time: float) -> GlobalPrefs:
+    return GlobalPrefs(
+        raw=f"<mod_time>{mod_time:g}</mod_time><max_ncpus_pct>25</max_ncpus_pct>", mod_time=mod_time
+    )
+
+
+@pytest.fixture
+def stored(account):
+    account.global_prefs = STORED
+    account.save(update_fields=["global_prefs"])
+    return account
+
+
+def test_a_client_without_preferences_is_sent_the_accounts(client, project, stored):
+    reply = rpc(client, project, make_request(stored.authenticator))
+    assert "<max_ncpus_pct>50</max_ncpus_pct>" in reply.global_preferences
+
+
+def test_a_client_with_older_preferences_is_sent_the_accounts(client, project, stored):
+    reply = rpc(client, project, make_request(stored.authenticator, global_prefs=client_prefs(100)))
+    assert "<max_ncpus_pct>50</max_ncpus_pct>" in reply.global_preferences
+
+
+def test_newer_preferences_from_the_client_replace_the_accounts(client, project, stored):
+    reply = rpc(client, project, make_request(stored.authenticator, global_prefs=client_prefs(300)))
+    assert reply.global_preferences is None
+    assert Account.objects.get(pk=stored.pk).global_prefs == client_prefs(300).raw
+
+
+def test_newer_preferences_brought_from_another_volunteer_are_not_stored(client, project, stored):
+    request = make_request(
+        stored.authenticator, global_prefs=client_prefs(300), global_prefs_source_email_hash="0" * 32
+    )
+    assert rpc(client, project, request).global_preferences is None
+    assert Account.objects.get(pk=stored.pk).global_prefs == STORED
+
+
+def test_an_account_without_preferences_sends_none(client, project, account):
+    assert rpc(client, project, make_request(account.authenticator)).global_preferences is None
