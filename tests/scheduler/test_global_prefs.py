@@ -50,3 +50,11 @@ def test_newer_preferences_brought_from_another_volunteer_are_not_stored(client,
 
 def test_an_account_without_preferences_sends_none(client, project, account):
     assert rpc(client, project, make_request(account.authenticator)).global_preferences is None
+
+
+def test_the_same_preferences_on_both_sides_are_neither_sent_nor_stored(client, project, stored):
+    same = GlobalPrefs(raw=STORED, mod_time=200)
+    assert (
+        rpc(client, project, make_request(stored.authenticator, global_prefs=same)).global_preferences is None
+    )
+    assert Account.objects.get(pk=stored.pk).global_prefs == STORED

@@ -8,6 +8,7 @@ reply, and the client adopts them.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from apps.protocol import prefs_mod_time
@@ -16,6 +17,9 @@ from apps.volunteers.models import Account
 
 logger = logging.getLogger(__name__)
 
+# Accounts' stored preferences repeat from RPC to RPC: read each distinct text once.
+_mod_time = functools.lru_cache(maxsize=4096)(prefs_mod_time)
+
 
 def global_prefs_exchange(ctx: RpcContext) -> str | None:
     """Store the client's preferences if newer and its volunteer's own; return the
@@ -23,13 +27,15 @@ def global_prefs_exchange(ctx: RpcContext) -> str | None:
     account, sent = ctx.account, ctx.req.global_prefs
     assert account is not None
     stored = account.global_prefs or ""
-    stored_time = prefs_mod_time(stored) if stored else 0.0
+    if sent is not None and sent.raw == stored:
+        return None  # the usual case once both sides agree: nothing to parse
+    stored_time = _mod_time(stored) if stored else 0.0
     if stored_time is None:
         logger.warning("account %s: global preferences not used, not valid XML", account.id)
         stored, stored_time = "", 0.0
     if sent is not None and sent.raw and sent.mod_time > stored_time:
-        # BOINC keeps another volunteer's preferences (an account shared by e-mail hash
-        # mismatch) off this account.
+        # As BOINC: prefs the client brought from another volunteer's account (its source
+        # e-mail hash is not this account's) are not stored here.
         if ctx.req.global_prefs_source_email_hash in ("", account.email_hash):
             Account.objects.filter(pk=account.pk).update(global_prefs=sent.raw)
             account.global_prefs = sent.raw

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from apps.applications.models import AppVersion
@@ -25,6 +26,9 @@ from apps.volunteers.models import Account
 from apps.work.models import InputFile, OutputFile, WorkunitFileRef
 
 logger = logging.getLogger(__name__)
+
+# Accounts' stored preferences repeat from RPC to RPC: check each distinct text once.
+_fragment_problem = functools.lru_cache(maxsize=4096)(xml_fragment_problem)
 
 
 def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
@@ -75,7 +79,7 @@ def _project_prefs(account: Account) -> str:
     """The account's project preferences, or none if they are not XML the reply can carry
     (logged): one bad stored value must not cost the host its acknowledgements and work."""
     prefs = account.project_prefs or ""
-    problem = xml_fragment_problem(prefs) if prefs else None
+    problem = _fragment_problem(prefs) if prefs else None
     if problem is not None:
         logger.warning("account %s: project preferences not sent, not valid XML: %s", account.id, problem)
         return ""
