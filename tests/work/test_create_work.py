@@ -75,6 +75,14 @@ def test_create_work_with_templates_creates_the_workunit_and_its_results(project
     assert (output.open_name, output.max_nbytes) == ("result.dat", 5000)
 
 
+def test_a_result_template_without_open_names_is_accepted(project, files):
+    # BOINC allows a <file_ref> without <open_name>: the client opens the file by its name.
+    (files / "res.xml").write_text(RESULT_TEMPLATE.replace("<open_name>result.dat</open_name>", ""))
+    create("--wu_name", "job2", "--result_template", str(files / "res.xml"))
+    output = OutputFile.objects.get(result__workunit__name="job2", result__name="job2_0")
+    assert output.open_name == ""
+
+
 def test_input_files_are_copied_to_the_download_area_with_md5_and_size(project, files):
     create("--wu_name", "job1", str(files / "a.txt"))
     staged = InputFile.objects.get(name="a.txt")

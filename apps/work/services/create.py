@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -17,6 +16,7 @@ from apps.core import clock
 from apps.core.db import analyze_tables
 from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
+from apps.protocol import xml_safe_text
 from apps.protocol.filenames import MAX_FILE_NAME_BYTES, is_safe_file_name
 from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
 from apps.work.domain.states import ServerState
@@ -35,8 +35,6 @@ MAX_REPLICAS = 1000
 # Results are named <workunit>_<n> and their outputs <result>_<m>; each must stay a file
 # name (at most 255 bytes), so a workunit name leaves room for both suffixes.
 MAX_WORKUNIT_NAME_BYTES = 200
-# Characters XML 1.0 cannot carry, plus DEL: names and command lines go into replies.
-_NOT_XML_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 
 def name_check(
@@ -49,7 +47,7 @@ def name_check(
     """
     if (
         not is_safe_file_name(name)
-        or _NOT_XML_TEXT.search(name) is not None
+        or not _xml_writable(name)
         or name != name.strip()
         or (name.startswith(".") and not hidden_ok)
     ):
@@ -63,9 +61,13 @@ def name_check(
 
 def text_check(kind: str, text: str) -> None:
     """Refuse text that a reply could not carry as XML (control characters other than
-    tab and newlines, U+FFFE, U+FFFF)."""
-    if _NOT_XML_TEXT.search(text) is not None:
+    tab and newlines, lone surrogates, U+FFFE, U+FFFF)."""
+    if not _xml_writable(text):
         raise WorkError(f"{kind} holds a character XML cannot carry (a control character, U+FFFE or U+FFFF)")
+
+
+def _xml_writable(text: str) -> bool:
+    return xml_safe_text(text) == text  # the reply writer's own rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +239,8 @@ def _job_check(job: JobSpec, name: str) -> None:
             raise WorkError(f"two inputs of workunit {name!r} open as {open_name!r}")
         seen.add(open_name)
     for output in job.outputs:
-        name_check("output open", output.open_name, hidden_ok=True)
+        if output.open_name:  # empty: the client opens the file under its own name
+            name_check("output open", output.open_name, hidden_ok=True)
         if not 1 <= output.max_nbytes <= INT64_MAX:
             raise WorkError(f"output {output.open_name!r}: max_nbytes must be between 1 and {INT64_MAX}")
 

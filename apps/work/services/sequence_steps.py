@@ -34,6 +34,7 @@ from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
 from apps.work.services.create import (
     INT32_MAX,
+    MAX_REPLICAS,
     MAX_WORKUNIT_NAME_BYTES,
     InputSpec,
     JobSpec,
@@ -51,8 +52,8 @@ STATE_INPUT_PREFIX = "prev_"  # step k+1 opens step k's state file "state" as "p
 FIRST_INPUT_ORDINAL = 50  # step 0's own inputs (the initial state) come after the shared ones
 CHAIN_INPUT_ORDINAL = 100  # the previous step's state files come last
 # Relocation gives a step a new result, so a step needs more than one; these only stop a loop
-# (max_relocations in sequence_progress.py is the real bound).
-STEP_MAX_RESULTS = 1000
+# (max_relocations in sequence_progress.py is the real bound). Work creation's own bound.
+STEP_MAX_RESULTS = MAX_REPLICAS
 MAX_STEPS_PER_CALL = 10000
 # Room in a workunit name for "_r<chain>_s<index>".
 MAX_SEQUENCE_NAME_BYTES = MAX_WORKUNIT_NAME_BYTES - 24
