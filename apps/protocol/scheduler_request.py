@@ -58,9 +58,7 @@ def stderr_cdata_repaired(body: bytes) -> bytes:
     """
     if not isinstance(body, bytes) or _STDERR_OPEN not in body:
         return body  # (parse_document refuses anything but bytes)
-    if body.count(_CDATA_CLOSE) <= body.count(_CDATA_OPEN):
-        return body
-    parts, pos = [], 0
+    parts, pos, changed = [], 0, False
     while (start := body.find(_STDERR_OPEN, pos)) >= 0:
         start += len(_STDERR_OPEN)
         end = body.find(_STDERR_CLOSE, start)
@@ -68,11 +66,15 @@ def stderr_cdata_repaired(body: bytes) -> bytes:
             break
         inner = body[start:end]
         first, last = inner.find(_CDATA_OPEN), inner.rfind(_CDATA_CLOSE)
-        if first >= 0 and first + len(_CDATA_OPEN) <= last:
+        # Only a section holding markers of its own needs it (stderr may print whole ones).
+        if first >= 0 and first + len(_CDATA_OPEN) <= last and inner.count(_CDATA_CLOSE) > 1:
             data = inner[first + len(_CDATA_OPEN) : last].replace(_CDATA_CLOSE, b"]]]]><![CDATA[>")
             inner = inner[: first + len(_CDATA_OPEN)] + data + inner[last:]
+            changed = True
         parts += [body[pos:start], inner]
         pos = end
+    if not changed:
+        return body
     parts.append(body[pos:])
     return b"".join(parts)
 

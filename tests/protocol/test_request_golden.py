@@ -112,6 +112,12 @@ def test_stderr_that_printed_the_cdata_end_marker_still_parses_verbatim():
     assert "process exited with code 1" in error.stderr_out
 
 
+def test_stderr_that_printed_a_whole_cdata_section_still_parses_verbatim():
+    body = load("request_report.xml").replace(b"worker ran at", b"<x><![CDATA[hi]]></x> worker ran at", 1)
+    success, _error = parse_request(body, max_bytes=MAX).results
+    assert "<x><![CDATA[hi]]></x> worker ran at" in success.stderr_out
+
+
 def test_report_carries_code_sign_key_trickle_and_other_results():
     request = parse("request_report.xml")
 
