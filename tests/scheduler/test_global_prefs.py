@@ -35,16 +35,16 @@ def test_a_client_with_older_preferences_is_sent_the_accounts(client, project, s
 
 
 def test_newer_preferences_from_the_client_replace_the_accounts(client, project, stored):
-    reply = rpc(client, project, make_request(stored.authenticator, global_prefs=client_prefs(300)))
-    assert reply.global_preferences is None
+    request = make_request(
+        stored.authenticator, global_prefs=client_prefs(300), global_prefs_source_email_hash=stored.email_hash
+    )
+    assert rpc(client, project, request).global_preferences is None
     assert Account.objects.get(pk=stored.pk).global_prefs == client_prefs(300).raw
 
 
-def test_newer_preferences_brought_from_another_volunteer_are_not_stored(client, project, stored):
-    request = make_request(
-        stored.authenticator, global_prefs=client_prefs(300), global_prefs_source_email_hash="0" * 32
-    )
-    assert rpc(client, project, request).global_preferences is None
+def test_newer_preferences_of_unknown_origin_are_not_stored(client, project, stored):
+    reply = rpc(client, project, make_request(stored.authenticator, global_prefs=client_prefs(300)))
+    assert reply.global_preferences is None
     assert Account.objects.get(pk=stored.pk).global_prefs == STORED
 
 
@@ -52,9 +52,10 @@ def test_an_account_without_preferences_sends_none(client, project, account):
     assert rpc(client, project, make_request(account.authenticator)).global_preferences is None
 
 
-def test_the_same_preferences_on_both_sides_are_neither_sent_nor_stored(client, project, stored):
-    same = GlobalPrefs(raw=STORED, mod_time=200)
-    assert (
-        rpc(client, project, make_request(stored.authenticator, global_prefs=same)).global_preferences is None
+def test_preferences_of_the_same_time_are_neither_sent_nor_stored(client, project, stored):
+    same_time = GlobalPrefs(raw="<mod_time>200</mod_time><max_ncpus_pct>10</max_ncpus_pct>", mod_time=200)
+    request = make_request(
+        stored.authenticator, global_prefs=same_time, global_prefs_source_email_hash=stored.email_hash
     )
+    assert rpc(client, project, request).global_preferences is None
     assert Account.objects.get(pk=stored.pk).global_prefs == STORED

@@ -33,13 +33,16 @@ def global_prefs_exchange(ctx: RpcContext) -> str | None:
     if stored_time is None:
         logger.warning("account %s: global preferences not used, not valid XML", account.id)
         stored, stored_time = "", 0.0
-    if sent is not None and sent.raw and sent.mod_time > stored_time:
-        # As BOINC: prefs the client brought from another volunteer's account (its source
-        # e-mail hash is not this account's) are not stored here.
-        if ctx.req.global_prefs_source_email_hash in ("", account.email_hash):
+    # As BOINC, a modification time in the future counts as now.
+    stored_time = min(stored_time, ctx.now_unix)
+    sent_time = min(sent.mod_time, ctx.now_unix) if sent is not None else 0.0
+    if sent is not None and sent.raw and sent_time > stored_time:
+        # As BOINC: only prefs that came from this volunteer's account (the same e-mail
+        # hash) are stored; the client's, from anywhere else, just win on that host.
+        if ctx.req.global_prefs_source_email_hash == account.email_hash:
             Account.objects.filter(pk=account.pk).update(global_prefs=sent.raw)
             account.global_prefs = sent.raw
         return None
-    if stored and (sent is None or stored_time > sent.mod_time):
+    if stored and (sent is None or stored_time > sent_time):
         return stored
     return None
