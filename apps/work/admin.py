@@ -169,6 +169,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "last_progress_time",
         "n_relocations",
         "relocated_from",
+        "relocated_time",
         "replica_of",
         "ended_notified",
         "create_time",

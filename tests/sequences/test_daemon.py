@@ -175,6 +175,18 @@ def test_a_relocated_sequence_goes_to_another_host_not_back(project, cpu_app, co
     assert (seq.assigned_host_id, seq.relocated_from_id) == (b.hostid, a.hostid)
 
 
+def test_a_relocated_sequence_goes_back_to_its_only_host_after_a_delay_bound(project, cpu_app, computer, now):
+    _sequence(project, cpu_app, now)
+    a = computer("a")
+    a.rpc(now)
+    late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
+    assert sequence_deadlines_check(now=late, limit=100) == 1
+    a.rpc(late)  # told the sequence is no longer its own
+    assert a.rpc(late + timedelta(days=11)).work_sequences_assigned == ()
+    # No other host came within one delay bound (3 x 4 days): the old host may have it back.
+    assert a.rpc(late + timedelta(days=12, minutes=1)).work_sequences_assigned == ("seq",)
+
+
 def test_withdrawn_step_result_is_made_again(project, cpu_app, now):
     _sequence(project, cpu_app, now)
     Result.objects.filter(name="seq_s0_0").update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 
 from django.db.models import F, Q
 
@@ -51,6 +52,7 @@ from apps.work.domain.states import Outcome, SequenceState, ServerState
 from apps.work.models import OutputFile, Result, WorkSequence, Workunit
 from apps.work.services.sequence_replica_check import sibling_host_ids
 from apps.work.services.sequence_rows import Chain, chain_load, head_get, head_save, heads_locked
+from apps.work.services.sequence_steps import default_delay_bound
 from apps.work.services.sequences import sequence_relocate
 
 CANDIDATE_WINDOW = 20
@@ -343,7 +345,7 @@ def _assign_one(dispatcher: Dispatcher) -> None:
     too_slow = False
     for seq in heads_locked(qs, skip_locked=True)[:CANDIDATE_WINDOW]:
         app = versions.apps[seq.app_id]
-        if seq.name in ctx.sequences_unassigned or seq.relocated_from_id == ctx.host.id:
+        if seq.name in ctx.sequences_unassigned or _taken_from(seq, ctx):
             continue  # taken from this host: it goes to another (seed 001)
         if app.sequence_redundancy and ctx.host.id in sibling_host_ids(seq):
             continue  # replica chains must be computed by different hosts
@@ -377,6 +379,14 @@ def _assign_one(dispatcher: Dispatcher) -> None:
         return
     if too_slow:
         ctx.no_work_reason(TOO_SLOW)
+
+
+def _taken_from(seq: WorkSequence, ctx: RpcContext) -> bool:
+    """Relocated from this host within one delay bound: another host should take it. After
+    that the old host may have it back, so a project with one suitable host is not stuck."""
+    if seq.relocated_from_id != ctx.host.id or seq.relocated_time is None:
+        return False
+    return ctx.now < seq.relocated_time + timedelta(seconds=default_delay_bound(seq.max_result_time))
 
 
 def sequence_state_outputs(ctx: RpcContext, names: set[str]) -> dict[str, OutputFile]:

@@ -71,8 +71,9 @@ class WorkSequence(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The host it was last taken from; it goes to another host (seed 001)",
+        help_text="The host it was last taken from; for one delay bound it goes to another host (seed 001)",
     )
+    relocated_time = models.DateTimeField(null=True, blank=True, help_text="When it was last relocated")
 
     class Meta:
         ordering = ["id"]

@@ -86,7 +86,8 @@ def relocation_apply(chain: Chain, plan: RelocationPlan, *, now: datetime) -> No
     if chain.head.assigned_host_id is not None and plan.sequence.assigned_host_id is None:
         # Seed 001: relocating shifts the sequence "to another host", not back to this one.
         chain.head.relocated_from_id = chain.head.assigned_host_id
-        chain.head.save(update_fields=["relocated_from"])
+        chain.head.relocated_time = now
+        chain.head.save(update_fields=["relocated_from", "relocated_time"])
     head_save(chain, plan.sequence, now=now)
 
 
