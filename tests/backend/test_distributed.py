@@ -25,8 +25,11 @@ HOSTS = 8
 def test_jobs_flow_through_two_web_processes_and_two_workers():
     pg_url = require_service("COBBLESTONE_TEST_DATABASE_URL", "PostgreSQL")
     redis_url = require_service("COBBLESTONE_TEST_REDIS_URL", "Redis")
+    # A bound, not a speed target (bench_pipeline measures speed): the run ends as soon as
+    # every workunit is assimilated, about 40 s on an idle machine, and a busy shared
+    # machine once needed more than 110 s.
     outcome = run_distributed(
-        pg_url=pg_url, redis_url=redis_url, jobs=JOBS, hosts=HOSTS, timeout=110, log=logger.info
+        pg_url=pg_url, redis_url=redis_url, jobs=JOBS, hosts=HOSTS, timeout=300, log=logger.info
     )
     logger.info(
         f"{outcome.jobs} workunits in {outcome.seconds:.1f} s ({outcome.rate:.2f}/s); schema: {outcome.schema}"
