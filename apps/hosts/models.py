@@ -17,7 +17,7 @@ class Host(models.Model):
     account = models.ForeignKey("volunteers.Account", on_delete=models.CASCADE, related_name="hosts")
     create_time = models.DateTimeField(auto_now_add=True)
     rpc_seqno = models.PositiveIntegerField(default=0)
-    rpc_time = models.DateTimeField(null=True, blank=True, db_index=True)
+    rpc_time = models.DateTimeField(null=True, blank=True)
     host_cpid = models.CharField(max_length=64, blank=True, db_index=True)
     domain_name = models.CharField(max_length=255, blank=True)
     last_ip_addr = models.CharField(max_length=64, blank=True)

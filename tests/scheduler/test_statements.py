@@ -68,3 +68,24 @@ def test_an_rpc_runs_its_statements_on_generic_plans(client, project, account, c
     with connection.cursor() as cursor:  # and only for the RPC's transaction
         cursor.execute("SELECT current_setting('plan_cache_mode')")
         assert cursor.fetchone()[0] == "auto"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="heap-only updates are PostgreSQL's")
+def test_a_returning_hosts_row_is_updated_without_touching_its_indexes(client, project, account, cpu_app):
+    # Every RPC rewrites the host row; with no indexed column changed PostgreSQL can update
+    # it in place (HOT) instead of adding an entry to each of the table's indexes.
+    make_jobs(project, cpu_app, 3)
+    first = rpc(client, project, make_request(account.authenticator))
+
+    def host_updates() -> tuple[int, int]:
+        with connection.cursor() as cursor:  # this transaction's own counts
+            cursor.execute(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = 'hosts_host'"
+            )
+            return cursor.fetchone()
+
+    before = host_updates()
+    reply = rpc(client, project, _ask(account, first.hostid, 1, 1.0))
+    after = host_updates()
+    assert len(reply.results) == 1
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
