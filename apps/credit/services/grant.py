@@ -174,11 +174,14 @@ def credit_grant(
         if app is None or app.pk != workunit.app_id:
             app = App.objects.select_related("project").get(id=workunit.app_id)
         policy = credit_policy(app)
-        # Hosts first: a host's scheduler RPC holds its row for the whole request, and waiting
-        # for it must not also hold up every other validator on the app version's row.
+        # A host's scheduler RPC locks its host_app_versions, then (at its first write) its
+        # host row: host_app_versions before hosts here too, or the two deadlock (the
+        # validator has locked them already, before the results). Hosts before the app
+        # version, so waiting for a host does not hold up every validator of the version.
+        havs = locked_havs(app, _hav_keys(jobs))
         hosts = locked_rows(Host, (j.host_id for j in jobs), _HOST)
         versions = locked_rows(AppVersion, (j.app_version_id for j in jobs))
-        havs = _havs_for(app, jobs, versions)
+        _havs_create_missing(app, jobs, versions, havs)
         claims: list[PfcClaim] = []
         av_stats: dict[int, AppVersionStats] = {i: app_version_stats(v) for i, v in versions.items()}
         for job in jobs:
@@ -204,22 +207,26 @@ def credit_grant(
     ]
 
 
-def _havs_for(
-    app: App, jobs: Sequence[CreditJob], versions: dict[int, Model]
-) -> dict[tuple[int, int | None, str], HostAppVersion]:
-    """The jobs' host_app_versions, locked; a missing one is created (the scheduler makes
-    them on send, but a row may predate that or have been deleted by an admin)."""
-    keys = {hav_key(j.host_id, j.app_version_id, j.anonymous_proc_type) for j in jobs if j.host_id}
-    havs = locked_havs(app, keys)
+def _hav_keys(jobs: Sequence[CreditJob]) -> set[tuple[int, int | None, str]]:
+    return {hav_key(j.host_id, j.app_version_id, j.anonymous_proc_type) for j in jobs if j.host_id}
+
+
+def _havs_create_missing(
+    app: App,
+    jobs: Sequence[CreditJob],
+    versions: dict[int, Model],
+    havs: dict[tuple[int, int | None, str], HostAppVersion],
+) -> None:
+    """Create the jobs' missing host_app_versions (the scheduler makes them on send, but a row
+    may predate that or have been deleted by an admin) and add them to ``havs``."""
     missing = [
         HostAppVersion(host_id=host_id, app=app, app_version_id=version_id, anonymous_proc_type=proc)
-        for host_id, version_id, proc in keys - havs.keys()
+        for host_id, version_id, proc in _hav_keys(jobs) - havs.keys()
         if (version_id in versions) or (not version_id and proc)
     ]
     for hav in missing:
         hav.save()
         havs[hav_key(hav.host_id, hav.app_version_id, hav.anonymous_proc_type)] = hav
-    return havs
 
 
 def _claim_one(

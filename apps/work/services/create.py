@@ -9,17 +9,17 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from apps.applications.models import App
 from apps.core import clock
-from apps.core.db import analyze_tables
+from apps.core.db import analyze_tables, fetch_rows, placeholders
 from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
 from apps.protocol import xml_safe_text
 from apps.protocol.filenames import MAX_FILE_NAME_BYTES, is_safe_file_name
 from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
-from apps.work.domain.states import ServerState
+from apps.work.domain.states import FileDeleteState, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 
 
@@ -152,14 +152,18 @@ DEFAULT_DISK_BOUND = 1e9
 def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | None = None) -> InputFile:
     """Copy an input file into the download area (or find it there) with its md5 and size.
 
-    Paths newly written are appended to ``copied`` so a failed batch can remove them.
+    Paths newly written are appended to ``copied`` so a failed batch can remove them. A known
+    file the file deleter has removed is copied in again from ``spec.path``; named without
+    a path it is refused.
     """
     if spec.path is None:
         name_check("input file", spec.name)
         existing = InputFile.objects.filter(project=project, name=spec.name).first()
         if existing is None:
             raise WorkError(f"input file {spec.name!r} is not in the download area")
-        return existing
+        if existing.file_delete_state == FileDeleteState.DONE:
+            raise WorkError(_deleted_message(spec.name))
+        return _needed_again(existing)
     if not spec.path.is_file():
         raise WorkError(f"input file not found: {spec.path}")
     name = spec.name or spec.path.name
@@ -170,20 +174,10 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
     if existing is not None:
         if existing.md5_cksum != md5:
             raise WorkError(f"a different file named {name!r} is already in the download area")
-        return existing
-    project.download_dir.mkdir(parents=True, exist_ok=True)
-    target = project.download_dir / name
-    if not target.exists():
-        shutil.copyfile(spec.path, target)
-        if copied is not None:
-            copied.append(target)
-    if spec.gzip:
-        # A fresh NAME.gz beside the file is what the download handler sends gzip-encoded.
-        gz_target = target.with_name(target.name + ".gz")
-        if not gz_target.exists():
-            gz_target.write_bytes(gzip.compress(data, mtime=0))
-            if copied is not None:
-                copied.append(gz_target)
+        if existing.file_delete_state == FileDeleteState.DONE:
+            _copy_in(project, spec.path, name, data, gz=existing.gzip, copied=copied)
+        return _needed_again(existing)
+    _copy_in(project, spec.path, name, data, gz=spec.gzip, copied=copied)
     return InputFile.objects.create(
         project=project,
         name=name,
@@ -194,6 +188,62 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
         no_delete=spec.no_delete,
         gzip=spec.gzip,
     )
+
+
+def _deleted_message(name: str) -> str:
+    return f"input file {name!r} was deleted from the download area; stage it again from a path"
+
+
+def _copy_in(
+    project: Project, source: Path, name: str, data: bytes, *, gz: bool, copied: list[Path] | None
+) -> None:
+    project.download_dir.mkdir(parents=True, exist_ok=True)
+    target = project.download_dir / name
+    if not target.exists():
+        shutil.copyfile(source, target)
+        if copied is not None:
+            copied.append(target)
+    if gz:
+        # A fresh NAME.gz beside the file is what the download handler sends gzip-encoded.
+        gz_target = target.with_name(target.name + ".gz")
+        if not gz_target.exists():
+            gz_target.write_bytes(gzip.compress(data, mtime=0))
+            if copied is not None:
+                copied.append(gz_target)
+
+
+def _needed_again(f: InputFile) -> InputFile:
+    """A file a new workunit uses is no longer the file deleter's (it was READY or DONE)."""
+    if f.file_delete_state != FileDeleteState.INIT:
+        InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.INIT)
+        f.file_delete_state = FileDeleteState.INIT
+    return f
+
+
+def _inputs_recheck(project: Project, job: JobSpec, inputs: list[InputFile], copied: list[Path]) -> None:
+    """Hold the workunit's input files against the file deleter, then copy in again any it
+    removed meanwhile (or refuse the job if it names one without a path).
+
+    FOR KEY SHARE on PostgreSQL: the deleter's FOR UPDATE waits for this transaction and then
+    sees the new reference; one that locked a file first is waited for here, and its DONE is
+    read. (The reference's own foreign-key check would lock only at commit: it is deferred.)
+    Other creators sharing a file are not held up.
+    """
+    ids = sorted({f.id for f in inputs})
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    table = connection.ops.quote_name(InputFile._meta.db_table)
+    rows = fetch_rows(
+        f"SELECT id, file_delete_state FROM {table} WHERE id IN ({placeholders(ids)}) ORDER BY id{lock}", ids
+    )
+    deleted = {file_id for file_id, state in rows if state == FileDeleteState.DONE}
+    for spec, f in zip(job.inputs, inputs, strict=True):
+        if f.id not in deleted:
+            continue
+        deleted.discard(f.id)
+        if spec.path is None:
+            raise WorkError(_deleted_message(f.name))
+        _copy_in(project, spec.path, f.name, spec.path.read_bytes(), gz=f.gzip, copied=copied)
+        InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.INIT)
 
 
 def _check_bounds(values: dict[str, float | int]) -> None:
@@ -403,6 +453,8 @@ def _create_one(
         )
         for i, (spec, staged) in enumerate(zip(job.inputs, inputs, strict=True))
     )
+    if inputs:
+        _inputs_recheck(project, job, inputs, copied)
     if create_results:
         for i in range(wu.target_nresults):
             result_create(workunit=wu, name=f"{wu.name}_{i}")

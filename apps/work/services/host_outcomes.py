@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
+
+from django.db import connection
 
 from apps.applications.models import App
+from apps.core.db import fetch_rows
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
+from apps.hosts.models import HostAppVersion
 from apps.work.models import Result
 
 
@@ -37,3 +42,30 @@ def results_record_outcome(
         now=now,
         app=app,
     )
+
+
+def judged_host_app_versions_sql(where: str) -> str:
+    """A SELECT locking, in id order, the host_app_versions of one workunit's results that
+    match ``where`` (SQL on alias ``r``); its parameters are the workunit id, then ``where``'s.
+
+    A scheduler RPC locks its host's host_app_versions first, then the results it reports,
+    then writes the host row. A daemon that locked a workunit's results first and then the
+    host_app_version (or host) of one of them deadlocked with such an RPC, and PostgreSQL
+    aborted one of the two. Run before the results are locked, it makes the daemon take the
+    RPC's order and wait for the RPC instead. PostgreSQL only (SQLite has no row locks).
+    """
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT h.id FROM {quote(HostAppVersion._meta.db_table)} h "
+        f"JOIN {quote(Result._meta.db_table)} r ON r.host_id = h.host_id AND ("
+        "h.app_version_id = r.app_version_id OR (r.app_version_id IS NULL AND h.app_version_id IS NULL"
+        " AND h.app_id = r.app_id AND h.anonymous_proc_type = r.anonymous_proc_type)) "
+        f"WHERE r.workunit_id = %s AND ({where}) ORDER BY h.id FOR UPDATE OF h"
+    )
+
+
+def host_app_versions_lock_before_results(workunit_id: int, where: str, params: Sequence[Any]) -> None:
+    """Lock what ``judged_host_app_versions_sql`` selects; call it before locking the results.
+    Nothing to do on SQLite, whose transactions hold the write lock from BEGIN."""
+    if connection.features.has_select_for_update:
+        fetch_rows(judged_host_app_versions_sql(where), [workunit_id, *params])

@@ -6,8 +6,10 @@ One pass:
 2. Claim each with a conditional UPDATE of transition_time to a short lease (now + 10 min):
    a workunit another worker claimed first no longer matches and is skipped, and one whose
    worker died is picked up again when the lease runs out.
-3. In one transaction per workunit: lock its results (id order, as the validator does), read
-   them and the workunit as snapshots and ``plan_transition`` (apps.work.domain.transitions).
+3. In one transaction per workunit: lock the host_app_versions of results past their
+   deadline (a scheduler RPC's lock order), then its results (id order, as the validator
+   does), read them and the workunit as snapshots and ``plan_transition``
+   (apps.work.domain.transitions).
 4. Apply the plan with conditional updates: time out results (the host_app_version takes a
    TIMEOUT through the credit service), withdraw unneeded unsent ones, mark NO_CHECK, create
    new results with ``result_create``, set error bits, need_validate, assimilation and
@@ -54,7 +56,7 @@ from apps.work.domain.transitions import (
 )
 from apps.work.models import Result, Workunit
 from apps.work.services.create import result_create
-from apps.work.services.host_outcomes import results_record_outcome
+from apps.work.services.host_outcomes import host_app_versions_lock_before_results, results_record_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +116,13 @@ def workunit_transition(
 ) -> TransitionOutcome:
     """Plan and apply one workunit's transition; ``lease`` is the claimed transition_time."""
     with transaction.atomic():
+        # Results past their deadline may time out, which judges their hosts: those
+        # host_app_versions are locked first, in a scheduler RPC's order (the helper's doc).
+        host_app_versions_lock_before_results(
+            workunit_id,
+            "r.server_state = %s AND r.report_deadline < %s",
+            [int(ServerState.IN_PROGRESS), now],
+        )
         rows = list(Result.objects.select_for_update().filter(workunit_id=workunit_id).order_by("id"))
         wu = Workunit.objects.select_related("project").get(id=workunit_id)
         grace = wu.project.report_grace_period

@@ -6,9 +6,10 @@ One pass, per app of the project:
 2. Claim each by clearing need_validate with a conditional UPDATE; a workunit another
    worker cleared first is skipped. The same UPDATE lowers transition_time to a 10-minute
    lease, so if this worker dies before it commits the transitioner flags the workunit again.
-3. In one transaction per workunit: lock its results (id order, as the transitioner does),
-   read the output files of the results to check from the upload area, and let
-   ``plan_validation`` (apps.work.domain.validation) decide with the app's comparison:
+3. In one transaction per workunit: lock the host_app_versions of the results to judge (a
+   scheduler RPC locks them before results and host), then the results (id order, as the
+   transitioner does), read the output files of the results to check from the upload area,
+   and let ``plan_validation`` (apps.work.domain.validation) decide with the app's comparison:
    case A (a canonical result exists) compares each new success with it; case B runs
    ``check_set`` for a quorum. A result whose outputs are missing or unreadable gets the
    VALIDATE_ERROR outcome.
@@ -23,7 +24,8 @@ One pass, per app of the project:
 
 A transient failure (the upload area cannot be read at all) puts need_validate back off and
 lets the transitioner flag the workunit again within 6 hours, as BOINC does; any other
-failure rolls back and restores need_validate, so the next pass retries the workunit.
+failure rolls back, and the transitioner flags the workunit again when the claim's lease
+runs out (10 minutes), so one failing workunit never holds up the others.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from apps.work.domain.validation import (
     transient_retry_time,
 )
 from apps.work.models import OutputFile, Result, Workunit
-from apps.work.services.host_outcomes import results_record_outcome
+from apps.work.services.host_outcomes import judged_host_app_versions_sql, results_record_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +188,11 @@ def workunits_validate(
                 _retry_later(wu_id, now, transition_time)
                 errors += 1
             except Exception:
-                logger.exception("validator: workunit %s failed", wu_id)
-                Workunit.objects.filter(id=wu_id).update(need_validate=True)
+                # Rolled back. need_validate stays off: the claim's lease has the transitioner
+                # flag the workunit again within 10 minutes. Setting it back at once made a
+                # workunit that always fails come first in every pass, and ``limit`` of them
+                # stopped validation for good.
+                logger.exception("validator: workunit %s failed; retried after the lease", wu_id)
                 errors += 1
             else:
                 handled += outcome.changed
@@ -254,10 +259,25 @@ def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
 
 def _locked_results(workunit_id: int) -> list[Result]:
     """The workunit's results, locked FOR UPDATE in id order, as the transitioner locks them
-    (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock)."""
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    sql = f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE r.workunit_id = %s ORDER BY r.id{lock}"
-    return [_RESULT.build(row) for row in fetch_rows(sql, [workunit_id])]
+    (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock).
+
+    On PostgreSQL the same statement first locks the host_app_versions of the successes to
+    judge (their hosts are credited or judged below), in a scheduler RPC's lock order; the
+    CTE is materialized and read by a one-time filter, so it runs before any result is locked.
+    """
+    sql = f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE r.workunit_id = %s"
+    params: list[object] = [workunit_id]
+    if connection.features.has_select_for_update:
+        judged = judged_host_app_versions_sql(
+            "r.server_state = %s AND r.outcome = %s AND r.validate_state IN (%s, %s)"
+        )
+        sql = f"WITH judged AS MATERIALIZED ({judged}) {sql} AND (SELECT count(*) FROM judged) >= 0"
+        sql += " ORDER BY r.id FOR UPDATE OF r"
+        judged_params = [int(ServerState.OVER), int(Outcome.SUCCESS), int(VS.INIT), int(VS.INCONCLUSIVE)]
+        params = [workunit_id, *judged_params, *params]
+    else:
+        sql += " ORDER BY r.id"
+    return [_RESULT.build(row) for row in fetch_rows(sql, params)]
 
 
 def _workunit(workunit_id: int) -> Workunit:
