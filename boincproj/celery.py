@@ -48,3 +48,16 @@ DEFAULT_SCHEDULE: tuple[ScheduleEntry, ...] = (
     ScheduleEntry("cross_project", "credit.cross_project", 86400, "Seed 003: per-plan-class scale factors."),
     ScheduleEntry("db_dump", "portal.stats_export", 86400, "Write the stats export files."),
 )
+
+
+# A tick still queued when the next one is sent is dropped by the worker (Celery's message
+# expiry): during a backlog a pass outlasts its interval, and without this the queued ticks
+# of the 10-second daemons pile up without bound in front of every other task. At least a
+# minute, so clock skew between beat and the workers never drops every tick.
+MIN_EXPIRES_SECONDS = 60
+
+
+def beat_expires(task: str) -> int:
+    """Seconds a beat-sent message of ``task`` may wait in the queue before it is dropped."""
+    every = min((e.every_seconds for e in DEFAULT_SCHEDULE if e.task == task), default=0)
+    return max(every, MIN_EXPIRES_SECONDS)

@@ -13,18 +13,26 @@ from celery import shared_task
 from apps.core import clock
 from apps.credit.services import credit_normalize_project, credit_update_stats
 from apps.projects.services import daemon_run_for_projects
+from boincproj.celery import beat_expires
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="credit.normalize", time_limit=600, soft_time_limit=540)
+@shared_task(
+    name="credit.normalize", expires=beat_expires("credit.normalize"), time_limit=600, soft_time_limit=540
+)
 def normalize_task() -> dict[str, int]:
     outcome = daemon_run_for_projects(daemon="feeder", run=lambda p: credit_normalize_project(project=p))
     logger.info("feeder: %d rows changed, %d errors", outcome.items, outcome.errors)
     return {"items": outcome.items, "errors": outcome.errors}
 
 
-@shared_task(name="credit.update_stats", time_limit=3600, soft_time_limit=3540)
+@shared_task(
+    name="credit.update_stats",
+    expires=beat_expires("credit.update_stats"),
+    time_limit=3600,
+    soft_time_limit=3540,
+)
 def update_stats_task() -> dict[str, int]:
     outcome = daemon_run_for_projects(
         daemon="update_stats", run=lambda p: credit_update_stats(project=p, now=clock.now())

@@ -13,11 +13,17 @@ from celery import shared_task
 from apps.core import clock
 from apps.credit.cross_project_services import DAEMON, cross_project_normalize
 from apps.projects.services import daemon_pass_run
+from boincproj.celery import beat_expires
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="credit.cross_project", time_limit=900, soft_time_limit=840)
+@shared_task(
+    name="credit.cross_project",
+    expires=beat_expires("credit.cross_project"),
+    time_limit=900,
+    soft_time_limit=840,
+)
 def cross_project_task() -> dict[str, int]:
     outcome = daemon_pass_run(
         project=None, daemon=DAEMON, run=lambda: cross_project_normalize(now=clock.now()).daemon_pass()

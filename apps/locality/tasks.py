@@ -8,11 +8,17 @@ from celery import shared_task
 
 from apps.core import clock
 from apps.locality.services import locality_work_generate, working_sets_update
+from boincproj.celery import beat_expires
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="locality.working_set", time_limit=300, soft_time_limit=270)
+@shared_task(
+    name="locality.working_set",
+    expires=beat_expires("locality.working_set"),
+    time_limit=300,
+    soft_time_limit=270,
+)
 def locality_working_set_task() -> int:
     """Seed 004's working-set manager, one pass over every locality project."""
     passes = working_sets_update(now=clock.now())

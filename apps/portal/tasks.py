@@ -14,13 +14,19 @@ from apps.core import clock
 from apps.credit.tasks_cross_project import cross_project_task
 from apps.portal.stats_export import DAEMON, stats_export_write
 from apps.projects.services import daemon_run_for_projects
+from boincproj.celery import beat_expires
 
 __all__ = ["cross_project_task", "stats_export_task"]
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="portal.stats_export", time_limit=3600, soft_time_limit=3540)
+@shared_task(
+    name="portal.stats_export",
+    expires=beat_expires("portal.stats_export"),
+    time_limit=3600,
+    soft_time_limit=3540,
+)
 def stats_export_task() -> dict[str, int]:
     outcome = daemon_run_for_projects(
         daemon=DAEMON, run=lambda p: stats_export_write(project=p, now=clock.now())

@@ -12,6 +12,7 @@ import logging
 from celery import shared_task
 
 from apps.work.services.daemons import daemon_run
+from boincproj.celery import beat_expires
 
 logger = logging.getLogger(__name__)
 
@@ -25,31 +26,61 @@ def _run(name: str) -> dict[str, int]:
     return {"items": outcome.items, "errors": outcome.errors}
 
 
-@shared_task(name="work.transition", time_limit=TIME_LIMIT, soft_time_limit=SOFT_TIME_LIMIT)
+@shared_task(
+    name="work.transition",
+    expires=beat_expires("work.transition"),
+    time_limit=TIME_LIMIT,
+    soft_time_limit=SOFT_TIME_LIMIT,
+)
 def transition_task() -> dict[str, int]:
     return _run("transitioner")
 
 
-@shared_task(name="work.validate", time_limit=TIME_LIMIT, soft_time_limit=SOFT_TIME_LIMIT)
+@shared_task(
+    name="work.validate",
+    expires=beat_expires("work.validate"),
+    time_limit=TIME_LIMIT,
+    soft_time_limit=SOFT_TIME_LIMIT,
+)
 def validate_task() -> dict[str, int]:
     return _run("validator")
 
 
-@shared_task(name="work.assimilate", time_limit=TIME_LIMIT, soft_time_limit=SOFT_TIME_LIMIT)
+@shared_task(
+    name="work.assimilate",
+    expires=beat_expires("work.assimilate"),
+    time_limit=TIME_LIMIT,
+    soft_time_limit=SOFT_TIME_LIMIT,
+)
 def assimilate_task() -> dict[str, int]:
     return _run("assimilator")
 
 
-@shared_task(name="work.file_delete", time_limit=TIME_LIMIT, soft_time_limit=SOFT_TIME_LIMIT)
+@shared_task(
+    name="work.file_delete",
+    expires=beat_expires("work.file_delete"),
+    time_limit=TIME_LIMIT,
+    soft_time_limit=SOFT_TIME_LIMIT,
+)
 def file_delete_task() -> dict[str, int]:
     return _run("file_deleter")
 
 
-@shared_task(name="work.purge", time_limit=3 * TIME_LIMIT, soft_time_limit=3 * SOFT_TIME_LIMIT)
+@shared_task(
+    name="work.purge",
+    expires=beat_expires("work.purge"),
+    time_limit=3 * TIME_LIMIT,
+    soft_time_limit=3 * SOFT_TIME_LIMIT,
+)
 def purge_task() -> dict[str, int]:
     return _run("db_purge")
 
 
-@shared_task(name="work.sequence_deadlines", time_limit=TIME_LIMIT, soft_time_limit=SOFT_TIME_LIMIT)
+@shared_task(
+    name="work.sequence_deadlines",
+    expires=beat_expires("work.sequence_deadlines"),
+    time_limit=TIME_LIMIT,
+    soft_time_limit=SOFT_TIME_LIMIT,
+)
 def sequence_deadlines_task() -> dict[str, int]:
     return _run("sequence_deadlines")
