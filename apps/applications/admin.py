@@ -1,5 +1,8 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import ForeignKey, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -25,6 +28,20 @@ class AppVersionInline(admin.TabularInline):
     readonly_fields = ["pfc_n", "pfc_avg", "pfc_scale"]
     extra = 0
     show_change_link = True
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AppVersion]:
+        # Each row's change link is named after its app and platform.
+        return super().get_queryset(request).select_related("app", "platform")
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey, request: HttpRequest, **kwargs: Any
+    ) -> forms.ModelChoiceField | None:
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is not None:
+            # Read the platforms once for the page; every row's select copies this list
+            # instead of querying the table again.
+            field.choices = list(field.choices)
+        return field
 
 
 @admin.register(App)

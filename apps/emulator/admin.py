@@ -21,6 +21,10 @@ class EmulationRunInline(admin.TabularInline):
     extra = 0
     show_change_link = True
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[EmulationRun]:
+        # Each row's link text names the scenario; the chart and tables are not shown here.
+        return super().get_queryset(request).select_related("scenario").defer("chart_svg", "table", "figures")
+
 
 @admin.register(Scenario)
 class ScenarioAdmin(admin.ModelAdmin):

@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from apps.core.admin_base import RecordAdmin
+from apps.core.admin_base import RecordAdmin, indexed_search
 from apps.hosts import services
 from apps.hosts.models import DeletedHost, Host, HostAppVersion, HostCoproc
 
@@ -34,6 +34,12 @@ class HostAppVersionInline(admin.TabularInline):
     readonly_fields = fields
     can_delete = False
     show_change_link = True
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[HostAppVersion]:
+        # Each row names its app version (app and platform) and links to itself by that name.
+        return (
+            super().get_queryset(request).select_related("app", "app_version__app", "app_version__platform")
+        )
 
 
 @admin.register(Host)
@@ -83,7 +89,8 @@ class HostAppVersionAdmin(admin.ModelAdmin):
         "consecutive_valid",
     ]
     list_filter = ["app__project", "scale_probation", "app"]
-    search_fields = ["=host__id"]
+    search_fields = ["host__id"]
+    search_help_text = "A host id."
     raw_id_fields = ["host", "app_version"]
     list_select_related = ["host", "app", "app_version__platform", "app_version__app"]
     readonly_fields = [
@@ -98,6 +105,12 @@ class HostAppVersionAdmin(admin.ModelAdmin):
     ]
     actions = ["reset_probation"]
     show_full_result_count = False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[HostAppVersion], search_term: str
+    ) -> tuple[QuerySet[HostAppVersion], bool]:
+        # By the host_id index; the default search casts every row's host id to text.
+        return indexed_search(queryset, search_term, names=(), numbers=("host_id",)), False
 
     @admin.action(description="Reset scale probation (host scaling allowed again)")
     def reset_probation(self, request: HttpRequest, queryset: QuerySet[HostAppVersion]) -> None:

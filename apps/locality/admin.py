@@ -101,7 +101,7 @@ class NeedWorkAdmin(admin.ModelAdmin):
     ]
     list_filter = ["file__project"]
     raw_id_fields = ["file", "requested_by_host"]
-    list_select_related = ["file", "file__project"]
+    list_select_related = ["file", "requested_by_host"]
     date_hierarchy = "requested_time"
     show_full_result_count = False
 

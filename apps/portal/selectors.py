@@ -73,15 +73,23 @@ class ServerStatus:
     daemons: list[DaemonStatus]
 
 
+def _last_run(*, project: Project, daemon: str) -> DaemonRun | None:
+    """The later of the project's last run of ``daemon`` and the last portal-wide one.
+
+    Two lookups on the (project, daemon, -started) index: one query with project OR NULL
+    would read and sort every run the daemon ever recorded (a row per busy pass)."""
+    runs = [
+        DaemonRun.objects.filter(project=project, daemon=daemon).order_by("-started").first(),
+        DaemonRun.objects.filter(project__isnull=True, daemon=daemon).order_by("-started").first(),
+    ]
+    return max((r for r in runs if r is not None), key=lambda r: r.started, default=None)
+
+
 def daemon_status_list(*, project: Project, now: datetime) -> list[DaemonStatus]:
     """Last run of each daemon for the project, or portal-wide runs (project empty)."""
     statuses = []
     for name, period in DAEMON_PERIODS.items():
-        run = (
-            DaemonRun.objects.filter(Q(project=project) | Q(project__isnull=True), daemon=name)
-            .order_by("-started")
-            .first()
-        )
+        run = _last_run(project=project, daemon=name)
         if project.is_daemon_paused(name):
             state = "disabled"
         elif run is not None and (now - run.started).total_seconds() <= max(3 * period, 120):
@@ -102,52 +110,70 @@ def daemon_status_list(*, project: Project, now: datetime) -> list[DaemonStatus]
     return statuses
 
 
-def app_status_list(*, project: Project, now: datetime) -> list[AppStatus]:
-    day_ago = now - timedelta(days=1)
-    apps = App.objects.filter(project=project, deprecated=False).annotate(
-        unsent=Count("results", filter=Q(results__server_state=ServerState.UNSENT)),
-        in_progress=Count("results", filter=Q(results__server_state=ServerState.IN_PROGRESS)),
+def _result_counts(*, project: Project) -> dict[tuple[int, int], int]:
+    """(app id, server state) -> results, for unsent and in-progress results.
+
+    One grouped query on the (project, server_state, outcome) index for every app, not a
+    join of each app with all its results."""
+    rows = (
+        Result.objects.filter(project=project, server_state__in=(ServerState.UNSENT, ServerState.IN_PROGRESS))
+        .values_list("app_id", "server_state")
+        .annotate(n=Count("id"))
     )
-    out = []
-    for app in apps:
-        recent = Result.objects.filter(
-            app=app, outcome=Outcome.SUCCESS, received_time__gte=day_ago, server_state=ServerState.OVER
-        ).aggregate(
+    return {(app_id, state): n for app_id, state, n in rows}
+
+
+def app_status_list(
+    *, project: Project, now: datetime, counts: dict[tuple[int, int], int] | None = None
+) -> list[AppStatus]:
+    """Each non-deprecated app's queue and its last day's runtimes: a fixed number of
+    queries however many apps there are."""
+    if counts is None:
+        counts = _result_counts(project=project)
+    day_ago = now - timedelta(days=1)
+    recent = {
+        row["app_id"]: row
+        for row in Result.objects.filter(
+            project=project,
+            server_state=ServerState.OVER,
+            outcome=Outcome.SUCCESS,
+            received_time__gte=day_ago,
+        )
+        .values("app_id")
+        .annotate(
             avg=Avg("elapsed_time"),
             min=Min("elapsed_time"),
             max=Max("elapsed_time"),
             users=Count("account", distinct=True),
         )
+    }
+    out = []
+    for app in App.objects.filter(project=project, deprecated=False):
+        row = recent.get(app.id, {})
         out.append(
             AppStatus(
                 name=app.name,
                 user_friendly_name=app.user_friendly_name or app.name,
-                unsent=app.unsent,
-                in_progress=app.in_progress,
-                avg_runtime=recent["avg"],
-                min_runtime=recent["min"],
-                max_runtime=recent["max"],
-                users_last_24h=recent["users"],
+                unsent=counts.get((app.id, ServerState.UNSENT), 0),
+                in_progress=counts.get((app.id, ServerState.IN_PROGRESS), 0),
+                avg_runtime=row.get("avg"),
+                min_runtime=row.get("min"),
+                max_runtime=row.get("max"),
+                users_last_24h=row.get("users", 0),
             )
         )
     return out
 
 
 def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
-    results = Result.objects.filter(project=project)
-    counts = results.aggregate(
-        unsent=Count("id", filter=Q(server_state=ServerState.UNSENT)),
-        in_progress=Count("id", filter=Q(server_state=ServerState.IN_PROGRESS)),
-        delete=Count("id", filter=Q(file_delete_state=FileDeleteState.READY)),
-    )
+    # Each count reads one (partial) index rather than every result or workunit of the project.
+    counts = _result_counts(project=project)
+    results_to_delete = Result.objects.filter(
+        project=project, file_delete_state=FileDeleteState.READY
+    ).count()
     wus = Workunit.objects.filter(project=project)
-    wu_counts = wus.aggregate(
-        validate=Count("id", filter=Q(need_validate=True)),
-        assimilate=Count("id", filter=Q(assimilate_state=AssimilateState.READY)),
-        delete=Count("id", filter=Q(file_delete_state=FileDeleteState.READY)),
-        oldest=Min("transition_time", filter=Q(transition_time__lt=now)),
-    )
-    backlog = (now - wu_counts["oldest"]).total_seconds() / 3600 if wu_counts["oldest"] else 0.0
+    oldest = wus.filter(transition_time__lt=now).aggregate(oldest=Min("transition_time"))["oldest"]
+    backlog = (now - oldest).total_seconds() / 3600 if oldest else 0.0
     day_ago = now - timedelta(days=1)
     accounts = Account.objects.filter(project=project).aggregate(
         credit=Count("id", filter=Q(total_credit__gt=0)),
@@ -162,12 +188,12 @@ def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
     )
     return ServerStatus(
         project=project,
-        results_ready_to_send=counts["unsent"],
-        results_in_progress=counts["in_progress"],
-        workunits_waiting_validation=wu_counts["validate"],
-        workunits_waiting_assimilation=wu_counts["assimilate"],
-        workunits_waiting_deletion=wu_counts["delete"],
-        results_waiting_deletion=counts["delete"],
+        results_ready_to_send=sum(n for (_, state), n in counts.items() if state == ServerState.UNSENT),
+        results_in_progress=sum(n for (_, state), n in counts.items() if state == ServerState.IN_PROGRESS),
+        workunits_waiting_validation=wus.filter(need_validate=True).count(),
+        workunits_waiting_assimilation=wus.filter(assimilate_state=AssimilateState.READY).count(),
+        workunits_waiting_deletion=wus.filter(file_delete_state=FileDeleteState.READY).count(),
+        results_waiting_deletion=results_to_delete,
         transitioner_backlog_hours=round(backlog, 2),
         users_with_credit=accounts["credit"],
         users_with_recent_credit=accounts["recent"],
@@ -177,6 +203,6 @@ def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
         hosts_last_24h=hosts["new"],
         # 200 credits a day is one GFLOPS sustained (seed 003's cobblestone scale).
         current_gflops=round((hosts["rac"] or 0.0) / 200.0, 2),
-        apps=app_status_list(project=project, now=now),
+        apps=app_status_list(project=project, now=now, counts=counts),
         daemons=daemon_status_list(project=project, now=now),
     )

@@ -7,8 +7,10 @@ records of the periodic tasks: "running" if the daemon ran within a few of its p
 
 from __future__ import annotations
 
+from datetime import datetime
 from urllib.parse import urlsplit
 
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -19,7 +21,8 @@ from apps.portal.selectors import ServerStatus, server_status_get
 from apps.projects.models import Project
 from apps.protocol.server_status import AppTasks, DaemonState, ServerStatusDoc, render_server_status
 
-# Status aggregators poll this; BOINC caches it for an hour. A minute keeps it cheap and fresh.
+# Status aggregators poll this; BOINC caches it for an hour. A minute keeps it cheap and fresh,
+# here (the figures are kept that long) and in proxies (Cache-Control).
 CACHE_SECONDS = 60
 
 
@@ -74,11 +77,25 @@ def _wants_xml(request: HttpRequest) -> bool:
     return value.lstrip("-").isdigit() and int(value) != 0
 
 
+def _cached_status(project: Project) -> tuple[datetime, ServerStatus]:
+    """The status as computed at most CACHE_SECONDS ago, with the time it was computed.
+
+    A public page that counts results and workunits: without this, each request (and each
+    status aggregator's poll) reads those tables again. The key holds the project's creation
+    time too, so a project re-created under a reused id never shows the old figures."""
+    key = f"portal:server_status:{project.pk}:{project.create_time.timestamp()}"
+    cached = cache.get(key)
+    if cached is None:
+        now = clock.now()
+        cached = (now, server_status_get(project=project, now=now))
+        cache.set(key, cached, CACHE_SECONDS)
+    return cached
+
+
 @require_GET
 def server_status(request: HttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
-    now = clock.now()
-    status = server_status_get(project=project, now=now)
+    now, status = _cached_status(project)
     doc = _document(status, int(now.timestamp()))
     if _wants_xml(request):
         response = HttpResponse(render_server_status(doc), content_type="text/xml; charset=utf-8")

@@ -45,8 +45,11 @@ class TeamAdmin(admin.ModelAdmin):
 @admin.register(CreditHistory)
 class CreditHistoryAdmin(admin.ModelAdmin):
     list_display = ["day", "account", "team", "total_credit", "expavg_credit"]
-    list_filter = ["project"]
-    date_hierarchy = "day"
+    # A row per volunteer and day: newest first by the primary key (rows are written day by
+    # day), not by sorting the whole table on day; a date filter instead of date_hierarchy,
+    # which reads every row's day on each page.
+    list_filter = ["project", "day"]
+    ordering = ["-id"]
     raw_id_fields = ["account", "team"]
     list_select_related = ["account", "team"]
     show_full_result_count = False

@@ -1,9 +1,14 @@
 from django.contrib import admin, messages
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.timesince import timesince
 
 from apps.core import clock
+from apps.core.admin_base import indexed_search
+from apps.projects.models import Project
 from apps.work import services
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
 from apps.work.services import sequences
@@ -51,14 +56,21 @@ class WorkunitAdmin(admin.ModelAdmin):
         "transition_time",
         "create_time",
     ]
-    list_filter = ["project", "app", "assimilate_state", "file_delete_state", "need_validate"]
-    search_fields = ["name", "=batch"]
+    # No date_hierarchy: it reads every row's date on each page; the date filter reads none.
+    list_filter = ["project", "app", "assimilate_state", "file_delete_state", "need_validate", "create_time"]
+    search_fields = ["name"]
+    search_help_text = "The exact workunit name, or a number: workunit id or batch."
     list_select_related = ["app", "canonical_result"]
     raw_id_fields = ["canonical_result", "sequence", "app_version"]
-    date_hierarchy = "create_time"
     show_full_result_count = False
     inlines = [WorkunitFileRefInline, ResultInline]
     actions = ["cancel"]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Workunit], search_term: str
+    ) -> tuple[QuerySet[Workunit], bool]:
+        project_ids = list(Project.objects.values_list("id", flat=True))
+        return indexed_search(queryset, search_term, numbers=("id", "batch"), project_ids=project_ids), False
 
     def get_urls(self):  # type: ignore[no-untyped-def]
         from django.urls import path
@@ -90,12 +102,42 @@ class ResultAdmin(admin.ModelAdmin):
         "claimed_credit",
         "granted_credit",
     ]
-    list_filter = ["project", "app", "server_state", "outcome", "validate_state", "client_state"]
-    search_fields = ["name", "=host__id"]
+    # No date_hierarchy: it reads every row's date on each page; the date filter reads none.
+    list_filter = [
+        "project",
+        "app",
+        "server_state",
+        "outcome",
+        "validate_state",
+        "client_state",
+        "create_time",
+    ]
+    search_fields = ["name"]
+    search_help_text = (
+        "The exact name of a result or of its workunit, or a number: result, host or workunit id."
+    )
     list_select_related = ["app", "host"]
     raw_id_fields = ["workunit", "host", "account", "app_version"]
-    date_hierarchy = "create_time"
     show_full_result_count = False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Result], search_term: str
+    ) -> tuple[QuerySet[Result], bool]:
+        project_ids = list(Project.objects.values_list("id", flat=True))
+        # The workunit's ids first, so that the result condition is an indexed list.
+        workunit_ids = list(
+            Workunit.objects.filter(project_id__in=project_ids, name=search_term.strip()).values_list(
+                "id", flat=True
+            )
+        )
+        found = indexed_search(
+            queryset,
+            search_term,
+            numbers=("id", "host_id", "workunit_id"),
+            project_ids=project_ids,
+            also=Q(workunit_id__in=workunit_ids) if workunit_ids else None,
+        )
+        return found, False
 
 
 @admin.register(InputFile)
@@ -111,13 +153,51 @@ class OutputFileAdmin(admin.ModelAdmin):
     list_display = ["name", "result", "max_nbytes", "nbytes", "uploaded", "upload", "upload_time"]
     list_filter = ["uploaded", "upload"]
     search_fields = ["name"]
+    search_help_text = "The exact file name, or a number: file id or result id."
     raw_id_fields = ["result"]
     show_full_result_count = False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[OutputFile], search_term: str
+    ) -> tuple[QuerySet[OutputFile], bool]:
+        return indexed_search(queryset, search_term, numbers=("id", "result_id")), False
+
+
+# A sequence may have thousands of steps; its page shows this many, the Workunits list all.
+SEQUENCE_STEPS_SHOWN = 50
+# Validated steps shown before the first unvalidated one.
+SEQUENCE_STEPS_BEFORE = 5
+
+
+class SequenceStepsFormSet(BaseInlineFormSet):
+    """The steps around the sequence's progress point: from a few before the first
+    unvalidated step (the last steps when all are validated), at most SEQUENCE_STEPS_SHOWN."""
+
+    def get_queryset(self) -> QuerySet[Workunit]:
+        if not hasattr(self, "_steps"):
+            sequence = self.instance
+            if sequence.pk is None:
+                return super().get_queryset()
+            if sequence.first_unvalidated_id is not None:
+                frontier = sequence.first_unvalidated.sequence_index or 0
+                start = max(frontier - SEQUENCE_STEPS_BEFORE, 0)
+            else:
+                total = getattr(sequence, "n_steps", None)
+                if total is None:
+                    total = sequence.workunits.count()
+                start = max(total - SEQUENCE_STEPS_SHOWN, 0)
+            steps = super().get_queryset().filter(sequence_index__gte=start)
+            self._steps = steps.order_by("sequence_index")[:SEQUENCE_STEPS_SHOWN]
+        return self._steps
 
 
 class SequenceWorkunitInline(admin.TabularInline):
     model = Workunit
     fk_name = "sequence"
+    formset = SequenceStepsFormSet
+    verbose_name_plural = (
+        f"steps (at most {SEQUENCE_STEPS_SHOWN}, from the progress point; 'all steps' lists every one)"
+    )
     fields = ["sequence_index", "name", "restartable", "canonical_result", "error_mask"]
     readonly_fields = fields
     extra = 0
@@ -173,6 +253,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "replica_of",
         "ended_notified",
         "create_time",
+        "all_steps",
     ]
     show_full_result_count = False
     inlines = [SequenceWorkunitInline]
@@ -206,6 +287,11 @@ class WorkSequenceAdmin(admin.ModelAdmin):
             else f" of {obj.expected_length}"
         )
         return f"{upto(obj.first_unvalidated)} / {upto(obj.first_undispatched)} / {total}{length}"
+
+    @admin.display(description="all steps")
+    def all_steps(self, obj: WorkSequence) -> str:
+        url = reverse("admin:work_workunit_changelist") + f"?sequence__id__exact={obj.pk}"
+        return format_html('<a href="{}">every step in the Workunits list</a>', url)
 
     @admin.display(description="since last progress", ordering="last_progress_time")
     def since_progress(self, obj: WorkSequence) -> str:
