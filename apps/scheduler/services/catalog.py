@@ -27,6 +27,9 @@ TTL_SECONDS = 10.0
 class ProjectCatalog:
     apps: dict[int, App]
     versions: tuple[AppVersion, ...]  # non-deprecated, of non-deprecated apps, files prefetched
+    # What the scheduler sends: of ``versions``, the highest version_num of each (app,
+    # platform, plan class), as BOINC's feeder keeps; older ones only run jobs already sent.
+    current_versions: tuple[AppVersion, ...]
     plan_classes: tuple[PlanClass, ...]
     uses_sequences: bool
     loaded_at: float
@@ -58,6 +61,7 @@ def project_catalog(project: Project) -> ProjectCatalog:
     catalog = ProjectCatalog(
         apps=apps,
         versions=versions,
+        current_versions=newest_versions(versions),
         plan_classes=tuple(PlanClass.objects.filter(project_id=project_id)),
         uses_sequences=WorkSequence.objects.filter(project_id=project_id).exists(),
         loaded_at=now,
@@ -66,6 +70,19 @@ def project_catalog(project: Project) -> ProjectCatalog:
     with _lock:
         _catalogs[project_id] = catalog
     return catalog
+
+
+def newest_versions(versions: tuple[AppVersion, ...]) -> tuple[AppVersion, ...]:
+    """The versions with the highest version_num of their (app, platform, plan class).
+
+    A release is a new version_num: from then on new jobs go out with it, and hosts
+    holding jobs of the older one finish them with the version they have.
+    """
+    newest: dict[tuple[int, int, str], int] = {}
+    for v in versions:
+        key = (v.app_id, v.platform_id, v.plan_class)
+        newest[key] = max(newest.get(key, v.version_num), v.version_num)
+    return tuple(v for v in versions if v.version_num == newest[(v.app_id, v.platform_id, v.plan_class)])
 
 
 _PROJECT = ModelColumns(Project, "p")

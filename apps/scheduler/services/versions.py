@@ -150,7 +150,7 @@ def _project_options(
     }
     client_version = ctx.req.client_version
     platforms = set(ctx.req.platforms)
-    for version in catalog.versions:
+    for version in catalog.current_versions:
         if version.platform.name not in platforms:
             continue
         out.resources_with_versions.add(ProcType(version.proc_type))
