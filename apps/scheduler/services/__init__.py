@@ -17,6 +17,7 @@ from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, transition_times_save
 from apps.scheduler.services.hosts import account_authenticate, host_identify
+from apps.scheduler.services.lost import detached_results_over, lost_results_resend
 from apps.scheduler.services.prefs import global_prefs_exchange
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
@@ -42,10 +43,12 @@ def scheduler_request_handle(
 
     1. a stopped scheduler answers "project is down" and nothing else;
     2. authenticate by the account key; an unknown key gets BOINC's message and a long delay;
-    3. identify (or create) the host and record its hardware;
+    3. identify (or create) the host and record its hardware; a client that attached again
+       (found by host_cpid) has dropped its tasks, which end at once (services.lost);
     4. apply and acknowledge reported results;
     5. tell the host which of its results to abort;
-    6. send work, per resource (seed 000), from the sequence, locality and general sources;
+    6. resend the host's lost results (resend_lost_results), or else send work, per
+       resource (seed 000), from the sequence, locality and general sources;
     7. build the reply with the user's and host's credit.
     """
     if project.sched_stopped:
@@ -76,6 +79,9 @@ def scheduler_request_handle(
         ctx.host = host_identify(ctx)
         ctx.apps = project_catalog(project).apps
         host_app_versions_lock(ctx)
+        # Before reports: a re-attached client dropped its tasks. After the host_app_version
+        # locks, as every writer of results takes them (the daemons wait in the same order).
+        detached_results_over(ctx)
         results_report(ctx)
         ctx.writes.flush()  # the host and its reports, before anything reads results
         results_to_abort(ctx)
@@ -161,10 +167,12 @@ def _send_work(ctx: RpcContext, versions: HostVersions) -> None:
         )
         return
     dispatcher = Dispatcher(ctx, versions, need, in_progress_limits(ctx, versions))
-    for source in WORK_SOURCES:
-        if not need.work_needed():
-            break
-        source(dispatcher)
+    # As BOINC: a reply that resends lost results carries no new work.
+    if not lost_results_resend(dispatcher):
+        for source in WORK_SOURCES:
+            if not need.work_needed():
+                break
+            source(dispatcher)
     dispatcher.flush()
     if not ctx.sent:
         _explain_no_work(ctx, versions, need)

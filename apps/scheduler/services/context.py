@@ -36,6 +36,8 @@ class RpcContext:
     account: Account | None = None
     host: Host | None = None
     new_host: bool = False
+    # The request had no hostid and its host was found by host_cpid (a detach and attach).
+    reattached: bool = False
     messages: list[ReplyMessage] = field(default_factory=list)
     acks: list[str] = field(default_factory=list)
     aborts: list[str] = field(default_factory=list)

@@ -211,10 +211,17 @@ class Dispatcher:
 
     # --- sending ------------------------------------------------------------------------
     def send(
-        self, result: Result, option: VersionOption, est_dur: float, *, delay_bound: float | None = None
+        self,
+        result: Result,
+        option: VersionOption,
+        est_dur: float,
+        *,
+        delay_bound: float | None = None,
+        resend: bool = False,
     ) -> None:
         """Add ``result`` to the reply; its deadline is ``delay_bound`` (default the
-        workunit's) from now."""
+        workunit's) from now. A ``resend`` of a lost result is not a new job for the host:
+        it does not count again against its daily quota or in-progress limits."""
         ctx, host = self.ctx, self.ctx.host
         assert host is not None
         wu = result.workunit
@@ -247,14 +254,15 @@ class Dispatcher:
         self.wus_on_host.add(wu.id)
         self.wus_of_user.add(wu.id)
         self.disk_used += wu.rsc_disk_bound
-        self.limits.add(option.app_id, option.proc_type)
         self.need.record_job(
             proc_type=option.proc_type,
             est_dur=est_dur,
             avg_ncpus=option.avg_ncpus,
             gpu_usage=option.gpu_usage,
         )
-        self._count_on_host_app_version(option, delay_bound)
+        if not resend:
+            self.limits.add(option.app_id, option.proc_type)
+            self._count_on_host_app_version(option, delay_bound)
         ctx.sent.append(
             SentJob(result=result, option=option, est_dur=est_dur, projected_flops=option.projected_flops)
         )

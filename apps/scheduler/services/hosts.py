@@ -108,6 +108,7 @@ def host_identify(ctx: RpcContext) -> Host:
             .order_by("-id")
             .first()
         )
+        ctx.reattached = host is not None
     if host is None:
         host = Host(project=ctx.project, account=account)
     # The client must be told its host id whenever its own idea differs (then it resets rpc_seqno).

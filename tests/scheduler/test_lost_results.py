@@ -1,0 +1,108 @@
+"""Results a host was sent but no longer holds: a client that detached and attached again
+(BOINC's mark_results_over), and resend_lost_results (BOINC's resend_lost_work)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+
+from apps.core import clock
+from apps.hosts.models import Host
+from apps.work.domain.states import Outcome, ServerState
+from apps.work.models import Result, Workunit
+from tests.scheduler.conftest import make_jobs, make_request, others, rpc
+
+pytestmark = pytest.mark.django_db
+
+
+def _first_job(client, project, account, app, n_jobs: int = 1):
+    make_jobs(project, app, n_jobs)
+    reply = rpc(client, project, make_request(account.authenticator))
+    (sent,) = reply.results
+    return reply.hostid, sent.name
+
+
+def test_a_reattached_client_keeps_its_host_and_its_dropped_task_ends_at_once(project, account, cpu_app):
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app)
+
+    # Detached and attached again: no hostid, the same host_cpid, no tasks listed.
+    reply = rpc(client, project, make_request(account.authenticator, cpu_req_secs=0.0, work_req_seconds=0.0))
+
+    assert reply.hostid == hostid
+    assert Host.objects.filter(project=project).count() == 1
+    result = Result.objects.get(name=name)
+    assert (result.server_state, result.outcome) == (ServerState.OVER, Outcome.CLIENT_DETACHED)
+    # The transitioner looks at the workunit now, not at the old deadline.
+    assert Workunit.objects.get(pk=result.workunit_id).transition_time <= clock.now()
+
+
+def test_a_client_that_still_lists_its_task_keeps_it_when_it_attaches_again(project, account, cpu_app):
+    client = Client()
+    _, name = _first_job(client, project, account, cpu_app)
+
+    rpc(client, project, make_request(account.authenticator, cpu_req_secs=0.0, other_results=others(name)))
+
+    assert Result.objects.get(name=name).server_state == ServerState.IN_PROGRESS
+
+
+def test_multiple_clients_on_one_computer_do_not_end_each_others_tasks(project, account, cpu_app):
+    client = Client()
+    _, name = _first_job(client, project, account, cpu_app)
+
+    rpc(client, project, make_request(account.authenticator, cpu_req_secs=0.0, allow_multiple_clients=True))
+
+    assert Result.objects.get(name=name).server_state == ServerState.IN_PROGRESS
+
+
+def _after_reset(account, hostid: int, **overrides):
+    """The request of a client whose project was reset: its hostid, no tasks listed."""
+    return make_request(
+        account.authenticator, hostid=hostid, rpc_seqno=1, cpu_req_secs=100.0, other_results=(), **overrides
+    )
+
+
+def test_a_lost_task_is_sent_again_with_resend_lost_results(project, account, cpu_app):
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app, n_jobs=3)
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    # Only the lost task: a reply that resends carries no new work (as BOINC).
+    assert [r.name for r in reply.results] == [name]
+    assert [w.name for w in reply.workunits] == [name.rsplit("_", 1)[0]]
+    assert any(f"Resent lost result {name}" in m.text for m in reply.messages)
+    result = Result.objects.get(name=name)
+    assert result.server_state == ServerState.IN_PROGRESS
+    assert Result.objects.filter(server_state=ServerState.IN_PROGRESS).count() == 1
+
+
+def test_a_lost_task_is_not_sent_again_without_resend_lost_results(project, account, cpu_app):
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app, n_jobs=2)
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    assert name not in [r.name for r in reply.results]
+    assert Result.objects.get(name=name).server_state == ServerState.IN_PROGRESS  # it times out later
+
+
+def test_a_lost_task_no_longer_needed_is_timed_out_instead(project, account, cpu_app):
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app)
+    lost = Result.objects.get(name=name)
+    Workunit.objects.filter(pk=lost.workunit_id).update(canonical_result=lost)  # done elsewhere
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    assert name not in [r.name for r in reply.results]
+    assert any(f"Didn't resend lost result {name} (expired)" in m.text for m in reply.messages)
+    lost.refresh_from_db()
+    grace = timedelta(seconds=project.report_grace_period)
+    assert lost.report_deadline + grace < clock.now()  # the transitioner's next pass times it out
