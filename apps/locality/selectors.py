@@ -10,7 +10,7 @@ from django.db.models import Count, Max, QuerySet, Sum
 
 from apps.applications.models import App
 from apps.hosts.models import Host
-from apps.locality.domain.savings import DeliveryCount, TransferSavings, transfer_savings_from_counts
+from apps.locality.domain.savings import FileDeliveries, TransferSavings, transfer_savings_per_file
 from apps.locality.models import HostFile, LocalityFile, NeedWork
 from apps.locality.triggers import Trigger, trigger_exists, trigger_names, trigger_root
 from apps.projects.models import Project
@@ -158,23 +158,27 @@ class LocalityOverview:
     target_working_set: int
 
 
-def _delivery_counts(project: Project) -> list[DeliveryCount]:
+def _transfer_savings(project: Project) -> TransferSavings:
+    """Counted per file by the database: the rows are at most one per large file, however
+    many hosts and results the project's history holds."""
     sizes = dict(LocalityFile.objects.filter(project=project).values_list("name", "nbytes"))
-    rows = (
-        Result.objects.filter(project=project, host__isnull=False, sent_time__isnull=False)
-        .exclude(workunit__locality_file_name="")
-        .values("host_id", "workunit__locality_file_name")
-        .annotate(n=Count("id"))
+    sent = Result.objects.filter(project=project, host__isnull=False, sent_time__isnull=False).exclude(
+        workunit__locality_file_name=""
     )
-    return [
-        DeliveryCount(
-            host_id=row["host_id"],
+    rows = sent.values("workunit__locality_file_name").annotate(
+        n=Count("id"), hosts=Count("host_id", distinct=True)
+    )
+    per_file = [
+        FileDeliveries(
             file_name=row["workunit__locality_file_name"],
             nbytes=sizes.get(row["workunit__locality_file_name"], 0),
-            count=row["n"],
+            deliveries=row["n"],
+            hosts=row["hosts"],
         )
         for row in rows
     ]
+    hosts = sent.aggregate(hosts=Count("host_id", distinct=True))["hosts"]
+    return transfer_savings_per_file(per_file, hosts=hosts)
 
 
 def locality_overview_get(*, project: Project, target_working_set: int, limit: int = 200) -> LocalityOverview:
@@ -218,7 +222,7 @@ def locality_overview_get(*, project: Project, target_working_set: int, limit: i
         files_with_work=len(with_work),
         files_without_work=len(without_work),
         pending_need_work=pending,
-        savings=transfer_savings_from_counts(_delivery_counts(project)),
+        savings=_transfer_savings(project),
         measured_bytes_sent=measured,
         measured_downloads=sum(r.downloads for r in rows),
         target_working_set=target_working_set,

@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from apps.locality.domain.choice import (
     FALLBACK,
     choose_balanced_file_for_new_host,
@@ -13,9 +16,9 @@ from apps.locality.domain.choice import (
 )
 from apps.locality.domain.savings import (
     Delivery,
-    DeliveryCount,
+    FileDeliveries,
     transfer_savings,
-    transfer_savings_from_counts,
+    transfer_savings_per_file,
 )
 
 
@@ -62,12 +65,23 @@ def test_fallback_is_deterministic_per_host_and_spreads_hosts() -> None:
     assert len(set(picks)) >= 10
 
 
-def test_savings_from_counts_equal_the_expanded_deliveries() -> None:
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 6), st.sampled_from(["f1", "f2", "f3"])),
+        max_size=40,
+    )
+)
+def test_savings_from_per_file_counts_equal_the_deliveries(pairs: list[tuple[int, str]]) -> None:
+    sizes = {"f1": 100, "f2": 50, "f3": 0}
+    deliveries = [Delivery(host, name, sizes[name]) for host, name in pairs]
     rows = [
-        DeliveryCount(host_id=1, file_name="f1", nbytes=100, count=3),
-        DeliveryCount(host_id=2, file_name="f1", nbytes=100, count=1),
-        DeliveryCount(host_id=1, file_name="f2", nbytes=50, count=2),
-        DeliveryCount(host_id=3, file_name="f2", nbytes=50, count=0),
+        FileDeliveries(
+            file_name=name,
+            nbytes=nbytes,
+            deliveries=sum(1 for _, n in pairs if n == name),
+            hosts=len({h for h, n in pairs if n == name}),
+        )
+        for name, nbytes in sizes.items()
     ]
-    expanded = [Delivery(r.host_id, r.file_name, r.nbytes) for r in rows for _ in range(r.count)]
-    assert transfer_savings_from_counts(rows) == transfer_savings(expanded)
+    hosts = len({h for h, _ in pairs})
+    assert transfer_savings_per_file(rows, hosts=hosts) == transfer_savings(deliveries)

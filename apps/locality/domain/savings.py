@@ -62,35 +62,31 @@ def transfer_savings(deliveries: Iterable[Delivery]) -> TransferSavings:
 
 
 @dataclass(frozen=True, slots=True)
-class DeliveryCount:
-    """``count`` results of one file sent to one host (a GROUP BY row of deliveries)."""
+class FileDeliveries:
+    """One large file's deliveries: the results sent with it and the distinct hosts they
+    went to (a GROUP BY row, so the database counts millions of deliveries)."""
 
-    host_id: int
     file_name: str
     nbytes: int
-    count: int
+    deliveries: int
+    hosts: int
 
 
-def transfer_savings_from_counts(rows: Iterable[DeliveryCount]) -> TransferSavings:
-    """``transfer_savings`` over pre-aggregated host/file rows, so the admin page can let
-    the database count millions of deliveries; the figures are the same as expanding each
-    row into ``count`` deliveries."""
-    files: set[str] = set()
-    hosts: set[int] = set()
-    count = sent = baseline = 0
-    pairs: set[tuple[int, str]] = set()
+def transfer_savings_per_file(rows: Iterable[FileDeliveries], *, hosts: int) -> TransferSavings:
+    """``transfer_savings`` from per-file counts; ``hosts`` is the number of distinct hosts
+    over all files. Each host downloads a file once, so a file costs its size once per
+    distinct host, against once per delivery without locality: the same figures as
+    ``transfer_savings`` over the deliveries the rows count."""
+    files = count = sent = baseline = 0
     for row in rows:
-        if row.nbytes < 0 or row.count < 0:
-            raise ValueError(f"negative size or count for {row.file_name!r}")
-        if row.count == 0:
+        if row.nbytes < 0 or row.deliveries < 0 or not 0 <= row.hosts <= row.deliveries:
+            raise ValueError(f"inconsistent counts for {row.file_name!r}")
+        if row.deliveries == 0:
             continue
-        count += row.count
-        baseline += row.count * row.nbytes
-        files.add(row.file_name)
-        hosts.add(row.host_id)
-        if (row.host_id, row.file_name) not in pairs:
-            pairs.add((row.host_id, row.file_name))
-            sent += row.nbytes
+        files += 1
+        count += row.deliveries
+        baseline += row.deliveries * row.nbytes
+        sent += row.hosts * row.nbytes
     return TransferSavings(
-        deliveries=count, bytes_sent=sent, baseline_bytes=baseline, files=len(files), hosts=len(hosts)
+        deliveries=count, bytes_sent=sent, baseline_bytes=baseline, files=files, hosts=hosts
     )
