@@ -8,7 +8,6 @@ opens a savepoint); the Celery tasks call the generation and working-set service
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,7 +30,8 @@ from apps.locality.selectors import (
     unsent_counts,
 )
 from apps.locality.triggers import Trigger, trigger_names, trigger_remove, trigger_root, trigger_touch
-from apps.projects.models import DaemonRun, Project
+from apps.projects.models import Project
+from apps.projects.services import DaemonPass, daemon_pass_run, projects_active_for
 from apps.work.domain.locality_names import validate_locality_file_name
 from apps.work.models import InputFile
 
@@ -346,21 +346,20 @@ def working_set_update(*, project: Project, now: datetime) -> WorkingSetPass:
 
 def working_sets_update(*, now: datetime) -> list[WorkingSetPass]:
     """The periodic task's body: every locality project that has not paused the daemon,
-    each pass recorded as a DaemonRun for the project dashboard."""
-    passes = []
-    for project in Project.objects.filter(locality_scheduling=True).order_by("id"):
-        if project.is_daemon_paused(DAEMON_NAME):
-            continue
-        started = time.monotonic()
+    each pass recorded as a DaemonRun for the project dashboard. A project whose pass
+    raises is recorded with the error and the other projects still get theirs."""
+    passes: list[WorkingSetPass] = []
+
+    def run(project: Project) -> DaemonPass:
         result = working_set_update(project=project, now=now)
-        DaemonRun.objects.create(
-            project=project,
-            daemon=DAEMON_NAME,
-            started=now,
-            duration=time.monotonic() - started,
+        passes.append(result)
+        return DaemonPass(
             items=result.changes,
             message=f"working set {len(result.working_set)}/{result.target_size}; "
             f"+{len(result.added)} -{len(result.removed)}",
         )
-        passes.append(result)
+
+    for project in projects_active_for(daemon=DAEMON_NAME):
+        if project.locality_scheduling:
+            daemon_pass_run(project=project, daemon=DAEMON_NAME, run=partial(run, project))
     return passes

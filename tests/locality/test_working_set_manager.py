@@ -7,10 +7,12 @@ from datetime import timedelta
 import pytest
 
 from apps.hosts.models import Host
+from apps.locality import services
 from apps.locality.models import HostFile, LocalityFile, NeedWork
 from apps.locality.services import working_set_update
 from apps.locality.tasks import locality_working_set_task
 from apps.projects.models import DaemonRun
+from apps.projects.services import project_create
 from apps.work.domain.states import ServerState
 from apps.work.models import Result
 from tests.factories import HostFactory
@@ -139,3 +141,20 @@ def test_a_paused_manager_does_nothing(loc_project, loc_app):
     file_work(loc_project, loc_app, "a.dat", 1)
     assert locality_working_set_task() == 0
     assert not LocalityFile.objects.exists()
+
+
+def test_a_project_whose_pass_fails_does_not_stop_the_others(loc_project, loc_app, monkeypatch):
+    broken = project_create(slug="broken", name="Broken", locality_scheduling=True).project
+    file_work(loc_project, loc_app, "a.dat", 1)
+    real_pass = services.working_set_update
+
+    def failing_for_broken(*, project, now):
+        if project.pk == broken.pk:
+            raise RuntimeError("trigger directory unreadable")
+        return real_pass(project=project, now=now)
+
+    monkeypatch.setattr(services, "working_set_update", failing_for_broken)
+    locality_working_set_task()
+    failed = DaemonRun.objects.get(project=broken, daemon="working_set")
+    assert (failed.errors, "trigger directory unreadable" in failed.message) == (1, True)
+    assert LocalityFile.objects.filter(project=loc_project, name="a.dat", in_working_set=True).exists()
