@@ -79,9 +79,21 @@ def locality_files_ensure(*, project: Project, names: Iterable[str]) -> dict[str
     return found
 
 
-def host_files_record_reported(*, host: Host, files: Iterable[LocalityFile], now: datetime) -> None:
-    """The host says it holds these files (sticky file_infos in its request)."""
+def host_files_record_reported(
+    *, host: Host, files: Iterable[LocalityFile], now: datetime, complete: bool = True
+) -> None:
+    """The host says it holds these files (sticky file_infos in its request).
+
+    The client lists every sticky file it holds, so when the list is ``complete`` (not cut
+    at the request's limit) a file it no longer lists is gone: a volunteer reset or
+    re-attached the project, or the client dropped it. Such a row stops counting the host
+    as a holder (as after a delete request) until the file is sent to it again.
+    """
     by_id = {f.id: f for f in files}
+    if complete:
+        HostFile.objects.filter(host=host, delete_requested=False).exclude(file_id__in=by_id).update(
+            delete_requested=True, last_seen=now
+        )
     if not by_id:
         return
     with transaction.atomic():

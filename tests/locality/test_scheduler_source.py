@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from apps.locality.models import HostFile, LocalityFile
+from apps.locality.selectors import file_holder_counts
 from apps.scheduler.services import scheduler_request_handle
 from apps.work.domain.states import Outcome, ServerState
 from apps.work.models import Result
@@ -223,3 +224,15 @@ def test_filename_workunits_make_their_large_file_sticky_and_report_on_rpc(loc_p
     staged = InputFile.objects.get(name="h1.dat")
     assert (staged.sticky, staged.report_on_rpc) == (True, True)
     assert wu.locality_file_name == "h1.dat"
+
+
+def test_a_file_the_host_no_longer_lists_stops_counting_it_as_a_holder(loc_project, loc_app, hosts):
+    file_work(loc_project, loc_app, "a.dat", 4)
+    file_work(loc_project, loc_app, "b.dat", 4)
+    host = hosts.new(files={"a.dat": 10 * MB, "b.dat": 10 * MB})
+    hosts.rpc(host)
+    assert file_holder_counts(project=loc_project, now=hosts.now) == {"a.dat": 1, "b.dat": 1}
+    del host.sticky["a.dat"]  # the client dropped it
+    reply = hosts.rpc(host)
+    assert {wu_file(n) for n in names(reply)} == {"b.dat"}
+    assert file_holder_counts(project=loc_project, now=hosts.now) == {"b.dat": 1}

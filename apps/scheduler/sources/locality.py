@@ -136,12 +136,12 @@ class _LocalityPass:
     def ctx(self) -> RpcContext:
         return self.dispatcher.ctx
 
-    def load_host_files(self, names: set[str]) -> list[str]:
+    def load_host_files(self, names: set[str], *, complete: bool) -> list[str]:
         ctx = self.ctx
         assert ctx.host is not None
         assert ctx.account is not None
         self.files = locality_files_ensure(project=ctx.project, names=names)
-        host_files_record_reported(host=ctx.host, files=self.files.values(), now=ctx.now)
+        host_files_record_reported(host=ctx.host, files=self.files.values(), now=ctx.now, complete=complete)
         self.held |= set(self.files)
         self.last_sent.update(
             user_last_sent_ids(project=ctx.project, account_id=ctx.account.id, file_names=self.files)
@@ -308,7 +308,7 @@ def send_locality_work(dispatcher: Dispatcher) -> None:
         return
     lp = _new_pass(dispatcher, waited=set())
     reported = {s.name for s in ctx.req.sticky_files[:MAX_REPORTED_FILES] if s.status >= 0}
-    names = lp.load_host_files(reported)
+    names = lp.load_host_files(reported, complete=len(ctx.req.sticky_files) <= MAX_REPORTED_FILES)
     for name in order_host_files(
         names, sorted_order=ctx.project.locality_scheduling_sorted_order, rng=lp.rng
     ):
@@ -411,7 +411,7 @@ def _retry_files(ctx: RpcContext, pending: _PendingWaits, *, waited: bool) -> in
         lp.held = set(pending.held)
         lp.tried = set(pending.tried)
         if waited:
-            lp.load_host_files(set(pending.files))
+            lp.load_host_files(set(pending.files), complete=False)  # only the waited files
             for name in pending.files:
                 if not need.work_needed():
                     break
