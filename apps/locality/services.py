@@ -97,9 +97,12 @@ def host_files_record_reported(
     if not by_id:
         return
     with transaction.atomic():
-        existing = dict(
-            HostFile.objects.filter(host=host, file_id__in=by_id).values_list("file_id", "last_seen")
-        )
+        existing = {
+            file_id: (seen, gone)
+            for file_id, seen, gone in HostFile.objects.filter(host=host, file_id__in=by_id).values_list(
+                "file_id", "last_seen", "delete_requested"
+            )
+        }
         HostFile.objects.bulk_create(
             [
                 HostFile(host=host, file=f, first_seen=now, last_seen=now)
@@ -108,9 +111,12 @@ def host_files_record_reported(
             ],
             ignore_conflicts=True,
         )
-        stale = [fid for fid, seen in existing.items() if seen < now - LAST_SEEN_RESOLUTION]
+        # A file listed again is held again (a delete request the client has not acted on).
+        stale = [fid for fid, (seen, gone) in existing.items() if gone or seen < now - LAST_SEEN_RESOLUTION]
         if stale:
-            HostFile.objects.filter(host=host, file_id__in=stale).update(last_seen=now)
+            HostFile.objects.filter(host=host, file_id__in=stale).update(
+                last_seen=now, delete_requested=False
+            )
 
 
 def host_files_record_sent(

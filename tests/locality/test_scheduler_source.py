@@ -236,3 +236,15 @@ def test_a_file_the_host_no_longer_lists_stops_counting_it_as_a_holder(loc_proje
     reply = hosts.rpc(host)
     assert {wu_file(n) for n in names(reply)} == {"b.dat"}
     assert file_holder_counts(project=loc_project, now=hosts.now) == {"b.dat": 1}
+
+
+def test_a_file_listed_again_counts_the_host_as_a_holder_again(loc_project, loc_app, hosts):
+    file_work(loc_project, loc_app, "a.dat", 4)
+    file_work(loc_project, loc_app, "b.dat", 4)
+    host = hosts.new(files={"a.dat": 10 * MB, "b.dat": 10 * MB})
+    hosts.rpc(host)
+    del host.sticky["a.dat"]
+    hosts.rpc(host)
+    host.sticky["a.dat"] = 10 * MB  # its download was retried and finished
+    hosts.rpc(host)
+    assert file_holder_counts(project=loc_project, now=hosts.now) == {"a.dat": 1, "b.dat": 1}
