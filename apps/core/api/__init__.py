@@ -32,6 +32,9 @@ class NameLookupMixin:
     kwargs: dict[str, Any]
     lookup_field: str
     lookup_url_kwarg: str | None = None
+    # The router's default, [^/.]+, leaves names with a dot ("job.1", which create_work
+    # accepts) to the project pages' HTML 404.
+    lookup_value_regex = "[^/]+"
 
     def get_object(self) -> Any:
         value = str(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field, ""))

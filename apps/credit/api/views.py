@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core import clock
+from apps.core.api.schema import NOT_FOUND
 from apps.credit.selectors import app_version_scales_export
 from apps.projects.models import Project
 from apps.protocol.scales_xml import scales_to_json
@@ -23,7 +24,7 @@ class AppVersionScalesView(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list = []
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: NOT_FOUND})
     def get(self, request: Request, slug: str) -> Response:
         project = get_object_or_404(Project, slug=slug)
         return Response(scales_to_json(app_version_scales_export(project=project, now=clock.now())))

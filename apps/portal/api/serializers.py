@@ -6,7 +6,7 @@ from apps.volunteers.models import Account, Team
 
 class UserSerializer(serializers.ModelSerializer):
     cpid = serializers.CharField(source="public_cpid", read_only=True)
-    team = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    team = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = Account
@@ -38,7 +38,7 @@ class HostSerializer(serializers.ModelSerializer):
 
 
 class TeamSerializer(serializers.ModelSerializer):
-    founder = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    founder = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = Team

@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+from django.db.models import Model
 from django.shortcuts import get_object_or_404
-from rest_framework import viewsets
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import serializers, viewsets
 from rest_framework.permissions import AllowAny
 
+from apps.core.api.schema import NOT_FOUND
+from apps.hosts.models import Host
 from apps.portal import volunteer_selectors as sel
 from apps.portal.api.serializers import HostSerializer, TeamSerializer, UserSerializer
 from apps.projects.models import Project
+from apps.volunteers.models import Account, Team
+
+_SORT_BY = OpenApiParameter(
+    "sort_by",
+    OpenApiTypes.STR,
+    enum=["total", "total_credit", "recent"],
+    description="total (or total_credit) for total credit; recent average credit otherwise",
+)
+
+# Typed by hand: the lookup regex below, not the model, is what drf-spectacular would read.
+_ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+def _public_schema(serializer: type[serializers.Serializer]):  # type: ignore[no-untyped-def]
+    """The list and detail operations, with the 404 of an unknown project, record or page."""
+    return extend_schema_view(
+        list=extend_schema(parameters=[_SORT_BY], responses={200: serializer(many=True), 404: NOT_FOUND}),
+        retrieve=extend_schema(parameters=[_ID], responses={200: serializer, 404: NOT_FOUND}),
+    )
 
 
 class _PublicReadOnly(viewsets.ReadOnlyModelViewSet):
@@ -16,24 +40,37 @@ class _PublicReadOnly(viewsets.ReadOnlyModelViewSet):
 
     permission_classes = [AllowAny]
     authentication_classes: list = []
+    # Not the router's [^/.]+: an id such as "1.5" gets this API's JSON 404, not the
+    # project pages' HTML one.
+    lookup_value_regex = "[^/]+"
     selector = staticmethod(sel.top_accounts)
+    model: type[Model] = Account
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            # Schema generation has no project: the model alone types the schema's parameters.
+            return self.model.objects.none()
         project = get_object_or_404(Project, slug=self.kwargs["slug"])
         order = "total" if self.request.query_params.get("sort_by") in ("total", "total_credit") else "recent"
         return self.selector(project, order)
 
 
+@_public_schema(UserSerializer)
 class UserViewSet(_PublicReadOnly):
     serializer_class = UserSerializer
     selector = staticmethod(sel.top_accounts)
+    model = Account
 
 
+@_public_schema(HostSerializer)
 class HostViewSet(_PublicReadOnly):
     serializer_class = HostSerializer
     selector = staticmethod(sel.top_hosts)
+    model = Host
 
 
+@_public_schema(TeamSerializer)
 class TeamViewSet(_PublicReadOnly):
     serializer_class = TeamSerializer
     selector = staticmethod(sel.top_teams)
+    model = Team

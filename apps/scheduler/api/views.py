@@ -7,7 +7,7 @@ import logging
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ParseError
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core import clock
+from apps.core.api.schema import ERROR
 from apps.projects.models import Project
 from apps.protocol import ProtocolError, reply_to_dict, request_from_dict
 from apps.scheduler.api.parsers import SchedulerJSONParser
@@ -50,7 +51,14 @@ class SchedulerJsonView(APIView):
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            400: OpenApiResponse(ERROR, description="Not JSON, not an object, or not a scheduler request"),
+            404: OpenApiResponse(ERROR, description="No project at this URL"),
+            413: OpenApiResponse(ERROR, description="Body over COBBLESTONE_MAX_REQUEST_BYTES"),
+            415: OpenApiResponse(ERROR, description="Compressed body"),
+            503: OpenApiResponse(ERROR, description="The request failed; try again later"),
+        },
         examples=[OpenApiExample("First request of a new host", value=EXAMPLE_REQUEST, request_only=True)],
         summary="Scheduler RPC (JSON)",
     )

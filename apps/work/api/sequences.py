@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -21,6 +21,7 @@ from rest_framework.response import Response
 
 from apps.applications.models import App
 from apps.core.api import NameLookupMixin
+from apps.core.api.schema import BAD_REQUEST, CONFLICT, FORBIDDEN, NOT_FOUND
 from apps.projects.models import Project
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
 from apps.work.api.views import job_spec
@@ -43,8 +44,8 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
     steps = serializers.IntegerField(source="n_steps", read_only=True)
     validated = serializers.SerializerMethodField()
     dispatched = serializers.SerializerMethodField()
-    checkpoint_result = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    replica_of = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    checkpoint_result = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    replica_of = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = WorkSequence
@@ -99,6 +100,12 @@ class ExtendSerializer(serializers.Serializer):
     final = serializers.BooleanField(default=False)
 
 
+@extend_schema_view(
+    list=extend_schema(
+        responses={200: WorkSequenceSerializer(many=True), 400: BAD_REQUEST, 403: FORBIDDEN, 404: NOT_FOUND}
+    ),
+    retrieve=extend_schema(responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND}),
+)
 class WorkSequenceViewSet(
     NameLookupMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
@@ -109,6 +116,9 @@ class WorkSequenceViewSet(
     filterset_fields = ["state", "app"]
 
     def get_queryset(self) -> QuerySet[WorkSequence]:
+        if getattr(self, "swagger_fake_view", False):
+            # Schema generation has no slug; the model alone gives the filters their types.
+            return WorkSequence.objects.none()
         return (
             WorkSequence.objects.filter(project__slug=self.kwargs["slug"])
             .select_related(
@@ -118,7 +128,10 @@ class WorkSequenceViewSet(
             .order_by("-id")
         )
 
-    @extend_schema(request=SequenceCreateSerializer, responses={201: WorkSequenceSerializer})
+    @extend_schema(
+        request=SequenceCreateSerializer,
+        responses={201: WorkSequenceSerializer, 400: BAD_REQUEST, 403: FORBIDDEN, 404: NOT_FOUND},
+    )
     def create(self, request: Request, slug: str) -> Response:
         project = get_object_or_404(Project, slug=slug)
         body = SequenceCreateSerializer(data=request.data)
@@ -151,7 +164,16 @@ class WorkSequenceViewSet(
             self.get_serializer(self.get_queryset().get(id=seq.id)).data, status=status.HTTP_201_CREATED
         )
 
-    @extend_schema(request=ExtendSerializer, responses={200: WorkSequenceSerializer})
+    @extend_schema(
+        request=ExtendSerializer,
+        responses={
+            200: WorkSequenceSerializer,
+            400: BAD_REQUEST,
+            403: FORBIDDEN,
+            404: NOT_FOUND,
+            409: CONFLICT,
+        },
+    )
     @action(detail=True, methods=["post"])
     def extend(self, request: Request, slug: str, name: str) -> Response:
         seq = self.get_object()
@@ -167,7 +189,9 @@ class WorkSequenceViewSet(
             return Response({"error": "the sequence has ended"}, status=status.HTTP_409_CONFLICT)
         return Response(self.get_serializer(self.get_object()).data)
 
-    @extend_schema(request=None, responses={200: WorkSequenceSerializer})
+    @extend_schema(
+        request=None, responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT}
+    )
     @action(detail=True, methods=["post"])
     def end(self, request: Request, slug: str, name: str) -> Response:
         seq = self.get_object()
@@ -175,7 +199,9 @@ class WorkSequenceViewSet(
             return Response({"error": "the sequence is not live"}, status=status.HTTP_409_CONFLICT)
         return Response(self.get_serializer(self.get_object()).data)
 
-    @extend_schema(request=None, responses={200: WorkSequenceSerializer})
+    @extend_schema(
+        request=None, responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT}
+    )
     @action(detail=True, methods=["post"])
     def deassign(self, request: Request, slug: str, name: str) -> Response:
         seq = self.get_object()
