@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.urls import reverse
@@ -14,6 +15,15 @@ slug_validator = RegexValidator(
     "Use lower-case letters, digits, '-' and '_' (it becomes part of every URL).",
 )
 
+# Top-level paths of the portal itself: a project with one of these slugs would have its
+# master URL, scheduler and pages shadowed by the admin, the API or the static files.
+RESERVED_SLUGS = frozenset({"admin", "api", "static"})
+
+
+def slug_not_reserved(value: str) -> None:
+    if value in RESERVED_SLUGS:
+        raise ValidationError(f"'{value}' is a path of the portal itself; choose another slug.")
+
 
 class Project(models.Model):
     """A BOINC project: its own master URL, scheduler, keys, data areas and configuration.
@@ -21,7 +31,7 @@ class Project(models.Model):
     The configuration fields mirror BOINC's config.xml options of the same names.
     """
 
-    slug = models.CharField(max_length=50, unique=True, validators=[slug_validator])
+    slug = models.CharField(max_length=50, unique=True, validators=[slug_validator, slug_not_reserved])
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     create_time = models.DateTimeField(auto_now_add=True)

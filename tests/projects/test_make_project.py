@@ -50,3 +50,11 @@ def test_make_project_refuses_a_slug_that_cannot_be_a_url_path():
     with pytest.raises(CommandError, match="slug"):
         call_command("make_project", "Bad Slug!", "--name", "X", stdout=StringIO())
     assert Project.objects.count() == 0
+
+
+@pytest.mark.parametrize("slug", ["admin", "api", "static"])
+def test_make_project_refuses_a_slug_the_portal_itself_uses(slug):
+    # /admin/cgi would reach the admin, not this project's scheduler.
+    with pytest.raises(CommandError, match="path of the portal itself"):
+        call_command("make_project", slug, "--name", "X", stdout=StringIO())
+    assert Project.objects.count() == 0

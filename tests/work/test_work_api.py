@@ -12,13 +12,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def project():
-    project = project_create(slug="api", name="API").project
+    project = project_create(slug="opsapi", name="API").project
     app_create(project=project, name="sim", min_quorum=2, target_nresults=2)
     return project
 
 
 def post(client, data):
-    return client.post("/api/v1/projects/api/workunits/", data=data, content_type="application/json")
+    return client.post("/api/v1/projects/opsapi/workunits/", data=data, content_type="application/json")
 
 
 def test_batch_endpoint_creates_jobs_with_results(admin_client, project):
@@ -78,7 +78,7 @@ def test_batch_needs_an_admin(client, project):
 
 def test_results_can_be_filtered_by_state(admin_client, project):
     post(admin_client, {"appname": "sim", "jobs": [{"name": "a"}]})
-    body = admin_client.get("/api/v1/projects/api/results/?server_state=2").json()
+    body = admin_client.get("/api/v1/projects/opsapi/results/?server_state=2").json()
     assert body["count"] == 2
     assert {r["workunit"] for r in body["results"]} == {"a"}
 

@@ -12,13 +12,13 @@ from apps.work.services import JobSpec, WorkError, workunits_create
 
 pytestmark = pytest.mark.django_db
 
-WORKUNITS = "/api/v1/projects/api/workunits/"
-SEQUENCES = "/api/v1/projects/api/sequences/"
+WORKUNITS = "/api/v1/projects/opsapi/workunits/"
+SEQUENCES = "/api/v1/projects/opsapi/sequences/"
 
 
 @pytest.fixture
 def project():
-    project = project_create(slug="api", name="API").project
+    project = project_create(slug="opsapi", name="API").project
     app_create(project=project, name="sim")
     return project
 
@@ -158,7 +158,7 @@ def test_sequence_sizes_beyond_bounds_are_400(admin_client, project, fields):
     "path", ["workunits/%00/", "results/%00/", "sequences/%00/", "workunits/a%01b/"], ids=str
 )
 def test_a_name_with_control_characters_is_a_json_404(admin_client, project, path):
-    response = admin_client.get(f"/api/v1/projects/api/{path}")
+    response = admin_client.get(f"/api/v1/projects/opsapi/{path}")
     assert response.status_code == 404
     assert "detail" in response.json()
 
