@@ -1,6 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.core.api import api_not_found
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -12,6 +14,7 @@ urlpatterns = [
     path("api/v1/", include("apps.work.api.sequence_urls")),
     path("api/v1/", include("apps.portal.api.urls")),
     path("api/v1/", include("apps.credit.api.urls")),
+    re_path(r"^api/(?P<rest>.*)$", api_not_found),  # JSON, not the project pages' HTML 404
     path("", include("apps.scheduler.urls")),
     path("", include("apps.portal.volunteer_urls")),
     path("", include("apps.portal.stats_urls")),

@@ -41,3 +41,11 @@ class NameLookupMixin:
         if _CONTROL.search(value):
             raise NotFound()
         return super().get_object()  # type: ignore[misc]
+
+
+def api_not_found(request: Any, rest: str = "") -> Any:
+    """Any /api/ path no route matches: a JSON 404 (the project pages' HTML 404 would
+    otherwise answer it, e.g. for a slug with characters no project slug has)."""
+    from django.http import JsonResponse
+
+    return JsonResponse({"detail": "Not found."}, status=404)
