@@ -10,6 +10,7 @@ import pytest
 from apps.work.domain.states import FileDeleteState, ValidateState
 from apps.work.models import InputFile, Workunit
 from apps.work.services import InputSpec, WorkError, files_delete, workunits_transition, workunits_validate
+from apps.work.services import create as create_module
 from apps.work.services.validator import COMPARISONS, Comparison
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
 
@@ -90,6 +91,27 @@ def test_a_new_workunit_naming_an_input_file_the_deleter_removed_is_refused(proj
     Workunit.objects.filter(id=first.id).update(file_delete_state=FileDeleteState.READY)
     files_delete(project=project, now=now)
 
+    with pytest.raises(WorkError, match="deleted"):
+        make_wu(project, app, now, name="second", inputs=[InputSpec(name="in.dat")])
+    assert not Workunit.objects.filter(name="second").exists()
+
+
+def test_an_input_file_deleted_while_a_new_workunit_is_staged_is_not_marked_needed_again(
+    monkeypatch, project, app, now, tmp_path
+):
+    source = tmp_path / "in.dat"
+    source.write_bytes(b"input\n")
+    make_wu(project, app, now, name="first", inputs=[InputSpec(path=source)])
+    InputFile.objects.filter(name="in.dat").update(file_delete_state=FileDeleteState.READY)
+    real = create_module._needed_again
+
+    def deleter_gets_there_first(f, **kw):  # type: ignore[no-untyped-def]
+        # The row was read as READY; the deleter now removes the file and commits DONE.
+        (project.download_dir / "in.dat").unlink()
+        InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.DONE)
+        return real(f, **kw)
+
+    monkeypatch.setattr(create_module, "_needed_again", deleter_gets_there_first)
     with pytest.raises(WorkError, match="deleted"):
         make_wu(project, app, now, name="second", inputs=[InputSpec(name="in.dat")])
     assert not Workunit.objects.filter(name="second").exists()

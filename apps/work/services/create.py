@@ -174,9 +174,10 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
     if existing is not None:
         if existing.md5_cksum != md5:
             raise WorkError(f"a different file named {name!r} is already in the download area")
-        if existing.file_delete_state == FileDeleteState.DONE:
+        restored = existing.file_delete_state == FileDeleteState.DONE
+        if restored:
             _copy_in(project, spec.path, name, data, gz=existing.gzip, copied=copied)
-        return _needed_again(existing)
+        return _needed_again(existing, restored=restored)
     _copy_in(project, spec.path, name, data, gz=spec.gzip, copied=copied)
     return InputFile.objects.create(
         project=project,
@@ -212,11 +213,20 @@ def _copy_in(
                 copied.append(gz_target)
 
 
-def _needed_again(f: InputFile) -> InputFile:
-    """A file a new workunit uses is no longer the file deleter's (it was READY or DONE)."""
+def _needed_again(f: InputFile, *, restored: bool = False) -> InputFile:
+    """A file a new workunit uses is no longer the file deleter's.
+
+    READY goes back to INIT only if it is still READY: a deleter that removed the file since
+    ``f`` was read has made it DONE, which must stay visible (create_work's recheck then
+    copies the file in again or refuses the job). DONE goes back to INIT only when the
+    file was ``restored``, copied in again just now.
+    """
     if f.file_delete_state != FileDeleteState.INIT:
-        InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.INIT)
-        f.file_delete_state = FileDeleteState.INIT
+        states = [FileDeleteState.READY, *([FileDeleteState.DONE] if restored else [])]
+        InputFile.objects.filter(id=f.id, file_delete_state__in=states).update(
+            file_delete_state=FileDeleteState.INIT
+        )
+        f.refresh_from_db(fields=["file_delete_state"])
     return f
 
 
