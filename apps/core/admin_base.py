@@ -27,7 +27,8 @@ class RecordAdmin(admin.ModelAdmin):
 def _term_id(term: str) -> int | None:
     """The term as a row id, or None when it is no number a BIGINT column could hold."""
     term = term.strip()
-    return int(term) if term.isdigit() and int(term) <= _MAX_ID else None
+    # isdigit() alone admits '²' and other digits int() refuses.
+    return int(term) if term.isascii() and term.isdigit() and int(term) <= _MAX_ID else None
 
 
 def indexed_search(

@@ -57,7 +57,7 @@ def test_result_search_finds_the_results_of_a_host_by_its_id(admin_client):
     assert ">elsewhere<" not in body
 
 
-@pytest.mark.parametrize("term", ["no such name", "99999999999999999999999999", "-1", "%"])
+@pytest.mark.parametrize("term", ["no such name", "99999999999999999999999999", "-1", "%", "²", "①"])
 def test_result_search_for_nothing_known_lists_nothing(admin_client, term):
     ResultFactory(name="wu_1_0")
     assert ">wu_1_0<" not in listed(admin_client, f"/admin/work/result/?q={term}")
