@@ -6,6 +6,10 @@ import re
 from collections.abc import Mapping
 from typing import IO, Any
 
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.parsers import JSONParser
 
@@ -43,9 +47,21 @@ class NameLookupMixin:
         return super().get_object()  # type: ignore[misc]
 
 
-def api_not_found(request: Any, rest: str = "") -> Any:
+@csrf_exempt  # an API client sends no CSRF token: its mistyped POST gets this JSON too
+def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
     """Any /api/ path no route matches: a JSON 404 (the project pages' HTML 404 would
-    otherwise answer it, e.g. for a slug with characters no project slug has)."""
-    from django.http import JsonResponse
+    otherwise answer it, e.g. for a slug with characters no project slug has).
 
+    Must stay the last api/ route. Since it matches everything under /api/, it also does
+    CommonMiddleware's APPEND_SLASH: a GET of a route without its trailing slash is
+    redirected to it."""
+    path = request.path_info
+    if settings.APPEND_SLASH and request.method in ("GET", "HEAD") and not path.endswith("/"):
+        try:
+            match = resolve(path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_not_found:
+            query = request.META.get("QUERY_STRING", "")
+            return HttpResponsePermanentRedirect(request.path + "/" + (f"?{query}" if query else ""))
     return JsonResponse({"detail": "Not found."}, status=404)
