@@ -72,7 +72,9 @@ def lost_results_resend(dispatcher: Dispatcher) -> int:
     if not ctx.project.resend_lost_results or req.other_results is None:
         return 0
     listed = {o.name for o in req.other_results} | {r.name for r in req.results}
-    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    # SKIP LOCKED: the host row is already written, and waiting for a result's lock after it
+    # would invert the lock order daemons rely on; a result a daemon holds is resent next time.
+    lock = " FOR UPDATE OF r SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     in_progress = results_with_workunits(
         "r.project_id = %s AND r.host_id = %s AND r.server_state = %s AND w.sequence_id IS NULL",
         [ctx.project.id, host.id, int(ServerState.IN_PROGRESS)],
