@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from apps.scheduler import account_pages, attach, transfer, views
+from apps.scheduler import account_pages, attach, prefs_pages, transfer, views
 
 urlpatterns = [
     path("<slug:slug>/cgi", views.scheduler_xml, name="scheduler"),
@@ -18,4 +18,5 @@ urlpatterns = [
     path("<slug:slug>/signup/", account_pages.signup, name="account_signup"),
     path("<slug:slug>/account/", account_pages.account_home, name="account_home"),
     path("<slug:slug>/account/logout/", account_pages.account_logout, name="account_logout"),
+    path("<slug:slug>/account/prefs/", prefs_pages.account_prefs, name="account_prefs"),
 ]

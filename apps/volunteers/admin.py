@@ -16,7 +16,7 @@ class AccountAdmin(admin.ModelAdmin):
         "expavg_credit",
         "create_time",
     ]
-    list_filter = ["project"]
+    list_filter = ["project", "allow_beta_work"]
     search_fields = ["name", "email_addr", "authenticator"]
     list_select_related = ["project", "team"]
     raw_id_fields = ["team"]

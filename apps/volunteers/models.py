@@ -76,6 +76,9 @@ class Account(models.Model):
     global_prefs = models.TextField(blank=True)
     no_gpus = models.BooleanField(default=False, help_text="Project preference: do not use GPUs")
     no_cpu = models.BooleanField(default=False, help_text="Project preference: do not use the CPU")
+    allow_beta_work = models.BooleanField(
+        default=False, help_text="Project preference: run test (beta) applications and app versions"
+    )
     total_credit = models.FloatField(default=0)
     expavg_credit = models.FloatField(default=0)
     expavg_time = models.FloatField(default=0)

@@ -23,6 +23,7 @@ from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
 from apps.scheduler.services.versions import (
     HostVersions,
+    beta_work_withheld,
     host_app_versions_lock,
     host_app_versions_save,
     host_versions,
@@ -187,7 +188,10 @@ def _explain_no_work(ctx: RpcContext, versions: HostVersions, need: WorkNeed) ->
     reasons = list(ctx.no_work_reasons)
     for app_id in versions.quota_reached:
         reasons.append(f"This computer has reached its daily quota of tasks for {versions.apps[app_id]}")
-    if not any(versions.options.values()):
+    beta = beta_work_withheld(ctx)
+    if beta:
+        reasons.append(beta)
+    if not any(versions.options.values()) and not beta:
         reasons.append("This project has no applications for this computer's platform and processors")
     elif not reasons:
         reasons.append(f"No tasks are available for {names}")

@@ -17,6 +17,7 @@ from django.db.models.signals import post_delete, post_save
 
 from apps.applications.models import App, AppFile, AppVersion, PlanClass
 from apps.core.db import ModelColumns, fetch_rows
+from apps.core.domain.resources import ProcType
 from apps.projects.models import Project
 from apps.work.models import WorkSequence
 
@@ -29,7 +30,15 @@ class ProjectCatalog:
     versions: tuple[AppVersion, ...]  # non-deprecated, of non-deprecated apps, files prefetched
     # What the scheduler sends: of ``versions``, the highest version_num of each (app,
     # platform, plan class), as BOINC's feeder keeps; older ones only run jobs already sent.
+    # This is what users who allow beta work get, beta versions included.
     current_versions: tuple[AppVersion, ...]
+    # What the other users get: the same without beta (test) versions, which therefore do
+    # not hide the released version, and without any version of a beta app, whose jobs go
+    # only to users who allow beta work (BOINC's allow_beta_work).
+    released_versions: tuple[AppVersion, ...]
+    # The processor types each platform has current versions for: what the project
+    # supports, whoever asks (a beta version counts).
+    platform_resources: dict[str, frozenset[ProcType]]
     plan_classes: tuple[PlanClass, ...]
     uses_sequences: bool
     loaded_at: float
@@ -58,10 +67,13 @@ def project_catalog(project: Project) -> ProjectCatalog:
         .prefetch_related("files")
         .order_by("id")
     )
+    current = newest_versions(versions)
     catalog = ProjectCatalog(
         apps=apps,
         versions=versions,
-        current_versions=newest_versions(versions),
+        current_versions=current,
+        released_versions=newest_versions(tuple(v for v in versions if not (v.beta or apps[v.app_id].beta))),
+        platform_resources=_platform_resources(current),
         plan_classes=tuple(PlanClass.objects.filter(project_id=project_id)),
         uses_sequences=WorkSequence.objects.filter(project_id=project_id).exists(),
         loaded_at=now,
@@ -83,6 +95,13 @@ def newest_versions(versions: tuple[AppVersion, ...]) -> tuple[AppVersion, ...]:
         key = (v.app_id, v.platform_id, v.plan_class)
         newest[key] = max(newest.get(key, v.version_num), v.version_num)
     return tuple(v for v in versions if v.version_num == newest[(v.app_id, v.platform_id, v.plan_class)])
+
+
+def _platform_resources(versions: tuple[AppVersion, ...]) -> dict[str, frozenset[ProcType]]:
+    found: dict[str, set[ProcType]] = {}
+    for v in versions:
+        found.setdefault(v.platform.name, set()).add(ProcType(v.proc_type))
+    return {name: frozenset(types) for name, types in found.items()}
 
 
 _PROJECT = ModelColumns(Project, "p")

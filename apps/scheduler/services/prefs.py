@@ -1,9 +1,10 @@
-"""Global preferences between the account and its hosts (BOINC's handle_global_prefs).
+"""Preferences: the project preferences a volunteer sets on the web, and global preferences
+between the account and its hosts (BOINC's handle_global_prefs).
 
-The newer copy wins, by ``<mod_time>``: a client whose preferences are newer (set on the
-host, or brought from another project by the same volunteer) updates the account's; an
-account whose preferences are newer (or a client that has none) has them sent in the
-reply, and the client adopts them.
+For global preferences the newer copy wins, by ``<mod_time>``: a client whose preferences
+are newer (set on the host, or brought from another project by the same volunteer) updates
+the account's; an account whose preferences are newer (or a client that has none) has
+them sent in the reply, and the client adopts them.
 """
 
 from __future__ import annotations
@@ -46,3 +47,14 @@ def global_prefs_exchange(ctx: RpcContext) -> str | None:
     if stored and (sent is None or stored_time > sent_time):
         return stored
     return None
+
+
+def account_project_prefs_set(
+    *, account: Account, no_cpu: bool, no_gpus: bool, allow_beta_work: bool
+) -> None:
+    """Store the volunteer's project preferences (only these columns: the scheduler and the
+    validator write the same row's credit meanwhile, so a whole-row save could undo theirs)."""
+    Account.objects.filter(pk=account.pk).update(
+        no_cpu=no_cpu, no_gpus=no_gpus, allow_beta_work=allow_beta_work
+    )
+    account.no_cpu, account.no_gpus, account.allow_beta_work = no_cpu, no_gpus, allow_beta_work

@@ -25,6 +25,13 @@ from apps.protocol import ClientAppVersion
 from apps.scheduler.domain.policy import VersionOption
 from apps.scheduler.services.catalog import ProjectCatalog, project_catalog
 from apps.scheduler.services.context import RpcContext
+from apps.work.domain.states import ServerState
+from apps.work.models import Result
+
+BETA_WORK_WITHHELD = (
+    "Tasks of test applications ({apps}) go only to volunteers who allow them:"
+    ' turn on "Run test applications?" in your project preferences'
+)
 
 
 @dataclass(slots=True)
@@ -150,10 +157,13 @@ def _project_options(
     }
     client_version = ctx.req.client_version
     platforms = set(ctx.req.platforms)
-    for version in catalog.current_versions:
+    for name in platforms:
+        out.resources_with_versions |= catalog.platform_resources.get(name, frozenset())
+    assert ctx.account is not None
+    offered = catalog.current_versions if ctx.account.allow_beta_work else catalog.released_versions
+    for version in offered:
         if version.platform.name not in platforms:
             continue
-        out.resources_with_versions.add(ProcType(version.proc_type))
         if version.min_core_version and client_version < version.min_core_version:
             continue
         if version.max_core_version and client_version > version.max_core_version:
@@ -185,6 +195,8 @@ def _project_options(
 def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResources) -> None:
     """Anonymous platform: the client's own app_versions are the menu (seed 003 -2/-3/-4)."""
     by_name = {a.name: a for a in out.apps.values()}
+    assert ctx.account is not None
+    allow_beta = ctx.account.allow_beta_work
     for index, cav in enumerate(ctx.req.app_versions):
         app = by_name.get(cav.app_name)
         if app is None:
@@ -193,6 +205,8 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
         proc_type = gpu.type if gpu else ProcType.CPU
         gpu_usage = gpu.count if gpu else 0.0
         out.resources_with_versions.add(proc_type)
+        if app.beta and not allow_beta:
+            continue  # a beta app's jobs go only to users who allow beta work
         gpu_info = resources.gpus.get(proc_type) if gpu else None
         if gpu and gpu_info is None:
             continue
@@ -218,6 +232,40 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
                 rsc_fpops_scale=scale,
             )
         )
+
+
+def beta_work_withheld(ctx: RpcContext) -> str | None:
+    """Why no job of a beta app was sent, if that is a reason: the user does not allow beta
+    work, and a beta app this host has a platform for has unsent jobs.
+
+    For the no-work message only: it may cost a query per beta app, and runs only when
+    nothing was sent to a user who does not allow beta work in a project with beta apps.
+    """
+    account = ctx.account
+    if account is None or account.allow_beta_work:
+        return None
+    catalog = project_catalog(ctx.project)
+    beta_apps = {app.id: app for app in catalog.apps.values() if app.beta}
+    if not beta_apps:
+        return None
+    if ctx.req.is_anonymous_platform:
+        names = {cav.app_name for cav in ctx.req.app_versions}
+        runnable = {app_id for app_id, app in beta_apps.items() if app.name in names}
+    else:
+        platforms = set(ctx.req.platforms)
+        runnable = {
+            v.app_id
+            for v in catalog.current_versions
+            if v.app_id in beta_apps and v.platform.name in platforms
+        }
+    waiting = [
+        beta_apps[app_id]
+        for app_id in sorted(runnable)
+        if Result.objects.filter(app_id=app_id, server_state=ServerState.UNSENT).exists()
+    ]
+    if not waiting:
+        return None
+    return BETA_WORK_WITHHELD.format(apps=", ".join(str(app) for app in waiting))
 
 
 def _roll_daily_counts(ctx: RpcContext, out: HostVersions) -> None:

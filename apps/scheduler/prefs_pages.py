@@ -1,0 +1,60 @@
+"""The volunteer's project preferences page (BOINC's prefs.php?subset=project).
+
+Only what this server's scheduler acts on: which processors may run this project's tasks
+(BOINC's no_cpu and no_gpus resource preferences), and "Run test applications?" (BOINC's
+allow_beta_work), which lets the scheduler send beta app versions and the jobs of beta
+apps to this volunteer.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from apps.projects.models import Project
+from apps.scheduler.account_pages import session_account
+from apps.scheduler.services.prefs import account_project_prefs_set
+
+
+class ProjectPrefsForm(forms.Form):
+    # Asked as "use", stored as BOINC's "no_" flags.
+    use_cpu = forms.BooleanField(label="Use CPU", required=False)
+    use_gpus = forms.BooleanField(label="Use GPUs", required=False)
+    allow_beta_work = forms.BooleanField(
+        label="Run test applications?",
+        required=False,
+        help_text="Test versions help the project check new applications; their tasks fail more often.",
+    )
+
+
+def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:
+    """Show and change the logged-in volunteer's project preferences."""
+    project = get_object_or_404(Project, slug=slug)
+    account = session_account(request, project)
+    if account is None:
+        return redirect(reverse("account_home", kwargs={"slug": slug}))
+    initial = {
+        "use_cpu": not account.no_cpu,
+        "use_gpus": not account.no_gpus,
+        "allow_beta_work": account.allow_beta_work,
+    }
+    # An unticked box is simply absent: a POST may carry no field at all and still be a choice.
+    form = ProjectPrefsForm(request.POST if request.method == "POST" else None, initial=initial)
+    if form.is_valid():
+        data = form.cleaned_data
+        account_project_prefs_set(
+            account=account,
+            no_cpu=not data["use_cpu"],
+            no_gpus=not data["use_gpus"],
+            allow_beta_work=data["allow_beta_work"],
+        )
+        messages.success(
+            request, "Your preferences are saved; your computers use them from their next request."
+        )
+        return redirect(reverse("account_prefs", kwargs={"slug": slug}))
+    return render(
+        request, "portal/account/prefs.html", {"project": project, "account": account, "form": form}
+    )
