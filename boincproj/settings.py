@@ -69,6 +69,15 @@ ALLOWED_HOSTS = [
 ]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
+# In production the session and CSRF cookies travel only over HTTPS: the volunteer's
+# session shows the account key. A project served on plain HTTP sets SECURE_COOKIES=false.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG)
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients).
+if env_bool("BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# HSTS is a promise browsers remember; opt in once HTTPS is permanent.
+SECURE_HSTS_SECONDS = int(env_float("SECURE_HSTS_SECONDS", 0))
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -205,7 +214,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "DEFAULT_PERMISSION_CLASSES": ["apps.core.api.OperatorPermission"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cobblestone API",

@@ -12,6 +12,7 @@ from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.parsers import JSONParser
+from rest_framework.permissions import DjangoModelPermissions
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 
@@ -27,6 +28,28 @@ class SafeJSONParser(JSONParser):
         except RecursionError:
             # json's scanner recurses once per level, so '[' * 1000 exhausts the stack.
             raise ParseError("JSON parse error - nested too deeply") from None
+
+
+class OperatorPermission(DjangoModelPermissions):
+    """The operators' API: staff users, with the Django permission on the model that the
+    admin would ask for the same act (a staff account given no permissions in the admin
+    gets none here either). Reading needs view_*, creating add_*, and an action on one
+    record (a sequence's extend, end, deassign) change_*."""
+
+    perms_map = {
+        **DjangoModelPermissions.perms_map,
+        "GET": ["%(app_label)s.view_%(model_name)s"],
+        "HEAD": ["%(app_label)s.view_%(model_name)s"],
+        "OPTIONS": ["%(app_label)s.view_%(model_name)s"],
+    }
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        if not (request.user and request.user.is_authenticated and request.user.is_staff):
+            return False
+        if getattr(view, "detail", False) and request.method == "POST":
+            model = self._queryset(view).model
+            return request.user.has_perm(f"{model._meta.app_label}.change_{model._meta.model_name}")
+        return super().has_permission(request, view)
 
 
 class NameLookupMixin:
