@@ -68,6 +68,19 @@ class Workunit(models.Model):
     assimilated_path = models.CharField(
         max_length=500, blank=True, help_text="Where the assimilator put the output"
     )
+    # Not in BOINC, whose assimilator stops on a hook error: here a failing workunit backs off
+    # and the others are assimilated meanwhile (apps.work.services.assimilator).
+    assimilate_attempts = models.PositiveIntegerField(
+        default=0, help_text="Calls of the app's assimilator hook so far"
+    )
+    assimilate_retry_time = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Not assimilated before this time (the hook failed or is running); empty = at once",
+    )
+    assimilate_error = models.TextField(
+        blank=True, help_text="Why the hook last failed; emptied once assimilated"
+    )
     app_version = models.ForeignKey(
         "applications.AppVersion",
         null=True,
@@ -109,7 +122,13 @@ class Workunit(models.Model):
         ]
         indexes = [
             models.Index(fields=["app"], condition=Q(need_validate=True), name="wu_need_validate"),
-            models.Index(fields=["app"], condition=Q(assimilate_state=1), name="wu_assimilate_ready"),
+            # The assimilator's two reads (due retries by time; new ones, retry time empty, by
+            # id) are each one range of this index, already in order.
+            models.Index(
+                fields=["project", "assimilate_retry_time", "id"],
+                condition=Q(assimilate_state=1),
+                name="wu_assimilate_ready",
+            ),
             models.Index(fields=["project"], condition=Q(file_delete_state=1), name="wu_file_delete_ready"),
         ]
 

@@ -2,19 +2,26 @@
 
 One pass:
 
-1. Pick up to ``limit`` workunits of the project with assimilate_state READY.
-2. For each, in its own transaction: lock the row (``SKIP LOCKED`` on PostgreSQL, so two
-   workers never hand the same workunit over; SQLite serialises writers) and re-check it is
-   still READY.
-3. Call the app's hook (App.assimilator, a dotted path to ``hook(workunit, canonical_result,
-   output_paths)``; by default ``copy_outputs``). A workunit that errored out without a
-   canonical result gets ``None`` and no paths.
-4. Mark it DONE, record the path the hook returned, and set transition_time to now so the
-   transitioner decides about file deletion (BOINC's assimilator does the same).
+1. Pick up to ``limit`` workunits of the project with assimilate_state READY: first those
+   whose retry time has come (oldest first), then new ones (no retry time, id order).
+2. Claim each with a conditional UPDATE that counts the attempt and sets the retry time to a
+   10-minute lease, as the validator claims; a workunit another worker claimed first is
+   skipped. Should this worker die in the hook, the workunit is tried again after the lease.
+3. In one transaction: re-check it is still READY and call the app's hook (App.assimilator,
+   a dotted path to ``hook(workunit, canonical_result, output_paths)``; by default
+   ``copy_outputs``). A workunit that errored out without a canonical result gets ``None``
+   and no paths.
+4. Mark it DONE, record the path the hook returned, clear the retry time and error, and set
+   transition_time to now so the transitioner decides about file deletion (BOINC's
+   assimilator does the same).
 
-A hook that raises leaves the workunit READY: the next pass retries it, and the failure is
-counted in the pass's DaemonRun errors. A hook may therefore run more than once for a
-workunit (a crash after the hook, before the commit) and must be idempotent; the default one is.
+A hook that raises rolls its transaction back and leaves the workunit READY with the error
+text and a retry time ``retry_delay(attempts)`` away (1 minute, doubling, at most an hour);
+the failure is also counted in the pass's DaemonRun, whose message (the dashboard's Daemons
+table) says how many workunits wait to retry. BOINC's assimilator exits on a hook
+error instead; backing off lets the other workunits through, so ``limit`` failing ones no
+longer stop assimilation. A hook may run more than once for a workunit (a crash after the
+hook, before the commit) and must be idempotent; the default one is.
 """
 
 from __future__ import annotations
@@ -22,12 +29,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import traceback
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from apps.core import clock
@@ -39,6 +48,14 @@ from apps.work.models import OutputFile, Result, Workunit
 logger = logging.getLogger(__name__)
 
 AssimilateHook = Callable[[Workunit, Result | None, list[Path]], str | Path | None]
+
+# As the validator's claim. It outlasts the Celery task that took it (CELERY_TASK_TIME_LIMIT,
+# 600 s from the task's start), so under Celery a lease runs out only once its worker is gone.
+CLAIM_LEASE = timedelta(minutes=10)
+RETRY_FIRST = timedelta(minutes=1)
+RETRY_MAX = timedelta(hours=1)
+ERROR_FRAMES = 5
+ERROR_MAX_CHARS = 4000
 
 
 def copy_outputs(workunit: Workunit, canonical_result: Result | None, output_paths: list[Path]) -> str:
@@ -77,43 +94,110 @@ def assimilate_hook_for(dotted_path: str) -> AssimilateHook:
     return import_string(dotted_path)  # type: ignore[no-any-return]
 
 
+def retry_delay(attempts: int) -> timedelta:
+    """How long a workunit waits after its ``attempts``-th hook call failed.
+
+    One minute first (a few 15-second passes: a database restart or a full disk is over
+    by then), doubling, at most an hour: a hook fixed after hours of failures picks up its
+    backlog within the hour without the admin doing anything, and a workunit that always
+    fails costs one hook call an hour."""
+    return min(RETRY_FIRST * 2 ** min(max(attempts - 1, 0), 16), RETRY_MAX)
+
+
 def workunits_assimilate(
     *, project: Project, now: datetime | None = None, limit: int | None = None
 ) -> DaemonPass:
     """One assimilator pass over the project's READY workunits (steps in the module doc)."""
     now = now or clock.now()
     limit = limit or settings.COBBLESTONE_DAEMON_BATCH
-    ids = list(
-        Workunit.objects.filter(project=project, assimilate_state=AssimilateState.READY)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
     done, failed = 0, []
-    for wu_id in ids:
+    for wu_id, attempts in _due(project, now, limit):
+        if not _claim(wu_id, attempts, now):
+            continue  # another assimilator has it
         try:
             done += workunit_assimilate(workunit_id=wu_id, now=now)
         except Exception as exc:
-            logger.exception("assimilator: workunit %s failed", wu_id)
+            logger.exception("assimilator: workunit %s failed; retried later", wu_id)
+            _retry_later(wu_id, attempts + 1, now, exc)
             failed.append(f"{wu_id}: {type(exc).__name__}: {exc}")
     message = "; ".join(failed[:5]) + (f" (+{len(failed) - 5} more)" if len(failed) > 5 else "")
+    waiting = _waiting_count(project, now)
+    if waiting:
+        note = f"{waiting} workunit(s) wait to retry a failed hook"
+        message = f"{note}; {message}" if message else note
     return DaemonPass(items=done, errors=len(failed), message=message)
 
 
+def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, int]]:
+    """(id, attempts) of READY workunits to try now: due retries first, so a stream of new
+    workunits cannot put them off for ever, then new ones in id order.
+
+    Each read is one range of wu_assimilate_ready, already in order. The new ones are ordered
+    by retry time too (all empty): PostgreSQL does not take ``IS NULL`` as fixing the column,
+    so ``ORDER BY id`` alone would sort every READY row of the project."""
+    ready = Workunit.objects.filter(project=project, assimilate_state=AssimilateState.READY).order_by(
+        "assimilate_retry_time", "id"
+    )
+    columns = ("id", "assimilate_attempts")
+    rows = list(ready.filter(assimilate_retry_time__lte=now).values_list(*columns)[:limit])
+    if len(rows) < limit:
+        rows += ready.filter(assimilate_retry_time__isnull=True).values_list(*columns)[: limit - len(rows)]
+    return rows
+
+
+def _claim(wu_id: int, attempts: int, now: datetime) -> bool:
+    """Count the attempt and lease the workunit if it is still READY, due, and no other
+    worker counted an attempt since it was read (the row count says whether this one won)."""
+    claimed = (
+        Workunit.objects.filter(
+            id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
+        )
+        .filter(Q(assimilate_retry_time__isnull=True) | Q(assimilate_retry_time__lte=now))
+        .update(assimilate_attempts=attempts + 1, assimilate_retry_time=now + CLAIM_LEASE)
+    )
+    return bool(claimed)
+
+
+def _retry_later(wu_id: int, attempts: int, now: datetime, exc: Exception) -> None:
+    """Record the hook's failure for the admin and back off, unless another worker has
+    claimed the workunit since (its lease ran out) or assimilated it."""
+    Workunit.objects.filter(
+        id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
+    ).update(assimilate_retry_time=now + retry_delay(attempts), assimilate_error=_error_text(exc))
+
+
+def _error_text(exc: Exception) -> str:
+    """The error, then where it was raised (the last frames, which are the hook's)."""
+    frames = "".join(traceback.format_exception(exc, limit=-ERROR_FRAMES))
+    return f"{type(exc).__name__}: {exc}\n\n{frames}"[:ERROR_MAX_CHARS]
+
+
+def _waiting_count(project: Project, now: datetime) -> int:
+    """READY workunits backing off after a failed hook (or leased by a worker running it)."""
+    return Workunit.objects.filter(
+        project=project, assimilate_state=AssimilateState.READY, assimilate_retry_time__gt=now
+    ).count()
+
+
 def workunit_assimilate(*, workunit_id: int, now: datetime) -> bool:
-    """Assimilate one workunit if it is still READY and no other worker has it."""
+    """Call the hook of a workunit this worker has claimed and mark it DONE, in one
+    transaction; False if it is no longer READY. A hook's exception is raised."""
     with transaction.atomic():
-        query = Workunit.objects.filter(id=workunit_id, assimilate_state=AssimilateState.READY)
-        if connection.features.has_select_for_update_skip_locked:
-            query = query.select_for_update(skip_locked=True, of=("self",))
-        wu = query.select_related("project", "app", "canonical_result").first()
+        wu = (
+            Workunit.objects.filter(id=workunit_id, assimilate_state=AssimilateState.READY)
+            .select_related("project", "app", "canonical_result")
+            .first()
+        )
         if wu is None:
             return False
         canonical = wu.canonical_result
         paths = _output_paths(wu.project, canonical)
         path = assimilate_hook_for(wu.app.assimilator)(wu, canonical, paths)
-        Workunit.objects.filter(id=wu.id).update(
+        Workunit.objects.filter(id=wu.id, assimilate_state=AssimilateState.READY).update(
             assimilate_state=AssimilateState.DONE,
             assimilated_path=str(path or "")[:500],
+            assimilate_retry_time=None,
+            assimilate_error="",
             transition_time=now,
         )
     return True

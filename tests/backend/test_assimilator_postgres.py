@@ -1,0 +1,135 @@
+"""The assimilator on PostgreSQL: two workers never hand one workunit over twice, and the
+pass reads its workunits through wu_assimilate_ready without sorting them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+
+from apps.work.domain.states import AssimilateState
+from apps.work.models import Workunit
+from apps.work.services import workunits_assimilate
+from tests.backend.conftest import make_wu
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writer at a time"),
+]
+
+HOOK = "tests.backend.test_assimilator_postgres.recording_hook"
+CALLS: list[str] = []
+ENTERED = threading.Event()
+RELEASE = threading.Event()
+
+
+def recording_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+    CALLS.append(workunit.name)
+    if workunit.name == "held":
+        ENTERED.set()
+        assert RELEASE.wait(20), "the test never released the hook"
+    time.sleep(0.005)  # long enough for the other worker to reach the same rows
+    return f"/done/{workunit.name}"
+
+
+@pytest.fixture
+def hook(app):  # type: ignore[no-untyped-def]
+    app.assimilator = HOOK
+    app.save()
+    CALLS.clear()
+    ENTERED.clear()
+    RELEASE.clear()
+    yield
+    RELEASE.set()
+
+
+def ready(project, app, now, name: str) -> Workunit:
+    wu = make_wu(project, app, now, name=name, create_results=False)
+    Workunit.objects.filter(id=wu.id).update(assimilate_state=AssimilateState.READY)
+    return wu
+
+
+def in_thread(target) -> tuple[threading.Thread, list[BaseException]]:  # type: ignore[no-untyped-def]
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target()
+        except BaseException as exc:  # surfaced by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_assimilators_at_once_hand_each_workunit_over_once(hook, project, app, now):
+    names = [f"wu{i}" for i in range(40)]
+    for name in names:
+        ready(project, app, now, name)
+
+    workers = [in_thread(lambda: workunits_assimilate(project=project, now=now)) for _ in range(2)]
+    for thread, _ in workers:
+        thread.join(60)
+
+    assert [errors for _, errors in workers] == [[], []]
+    assert sorted(CALLS) == sorted(names)
+    assert Workunit.objects.filter(assimilate_state=AssimilateState.DONE).count() == 40
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_workunit_in_one_assimilators_hook_is_left_alone_by_another(hook, project, app, now):
+    held = ready(project, app, now, "held")
+    first, errors = in_thread(lambda: workunits_assimilate(project=project, now=now))
+    assert ENTERED.wait(20), "the first assimilator never reached the hook"
+
+    second = workunits_assimilate(project=project, now=now + timedelta(seconds=15))
+    RELEASE.set()
+    first.join(30)
+
+    assert errors == []
+    assert (second.items, second.errors) == (0, 0)
+    assert CALLS == ["held"]
+    held.refresh_from_db()
+    assert (held.assimilate_state, held.assimilated_path) == (AssimilateState.DONE, "/done/held")
+
+
+def test_the_pass_reads_ready_workunits_through_the_index_in_order(hook, project, app, now):
+    # Thousands of workunits, a tenth READY, a sixth of those with a retry time (due or not).
+    rows = [
+        Workunit(
+            project=project,
+            app=app,
+            name=f"w{i}",
+            assimilate_state=AssimilateState.READY if i % 10 == 0 else AssimilateState.DONE,
+            assimilate_retry_time=now + timedelta(minutes=i % 7 - 3) if i % 60 == 0 else None,
+        )
+        for i in range(6000)
+    ]
+    Workunit.objects.bulk_create(rows)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE work_workunit")
+    plans: list[str] = []
+
+    def explain(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        if sql.startswith("SELECT") and '"assimilate_retry_time"' in sql.partition("WHERE")[2]:
+            raw = context["cursor"].cursor  # below the wrappers, so this EXPLAIN is not explained
+            raw.execute(f"EXPLAIN {sql}", params)
+            plans.append("\n".join(row[0] for row in raw.fetchall()))
+        return execute(sql, params, many, context)
+
+    # A backlog bigger than the batch: with fewer READY rows than the batch, sorting them all
+    # costs no more than reading the batch, and the planner may do that.
+    with connection.execute_wrapper(explain):
+        workunits_assimilate(project=project, now=now, limit=100)
+
+    assert len(plans) == 3  # due retries, new workunits, the count of those backing off
+    for plan in plans:
+        assert "wu_assimilate_ready" in plan, plan
+        assert "Sort" not in plan, plan
