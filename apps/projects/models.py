@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.urls import reverse
 
@@ -57,6 +57,19 @@ class Project(models.Model):
     max_wus_in_progress = models.PositiveIntegerField(default=0, help_text="Per CPU; 0 = no limit.")
     max_wus_in_progress_gpu = models.PositiveIntegerField(default=0, help_text="Per GPU; 0 = no limit.")
     gpu_multiplier = models.PositiveIntegerField(default=1)
+    # A client says how many CPUs and GPUs it has, and those counts multiply the per-RPC,
+    # in-progress and daily limits: BOINC believes at most config.xml's max_ncpus CPUs
+    # (default 64, never past 4096) and 64 GPUs of a type (sched_send.h's MAX_GPUS).
+    max_ncpus = models.PositiveIntegerField(
+        default=64,
+        validators=[MinValueValidator(1), MaxValueValidator(4096)],
+        help_text="CPUs a host is counted as having, at most, for its job limits (it may report more).",
+    )
+    max_ngpus = models.PositiveIntegerField(
+        default=64,
+        validators=[MinValueValidator(1), MaxValueValidator(4096)],
+        help_text="GPUs of each type a host is counted as having, at most, for its job limits.",
+    )
     daily_result_quota = models.PositiveIntegerField(
         default=200, help_text="Initial max jobs per day per host_app_version (seed 003), per CPU/GPU."
     )

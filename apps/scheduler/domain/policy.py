@@ -148,6 +148,52 @@ def clamp_frac(value: float) -> float:
     return min(max(value, 0.1), 1.0)
 
 
+# BOINC's sched_send.h: a client claiming more CPUs than this is not believed, whatever
+# the project's max_ncpus says.
+MAX_CPUS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class HostInstances:
+    """The CPUs and GPUs (per type) a host is counted as having for its job limits.
+
+    BOINC's effective_ncpus and per-type ninstances (get_job_limits): what the client
+    reports, capped, so that a claim of a million CPUs cannot multiply the per-RPC,
+    in-progress and daily limits. The host row keeps what the client reported.
+    """
+
+    ncpus: int
+    gpus: dict[ProcType, int] = field(default_factory=dict)  # types with at least one GPU
+
+    @property
+    def ngpus(self) -> int:
+        return sum(self.gpus.values())
+
+    def count(self, proc_type: ProcType) -> int:
+        return self.ncpus if proc_type is ProcType.CPU else self.gpus.get(proc_type, 0)
+
+
+def effective_instances(
+    *, p_ncpus: int, gpu_counts: Iterable[tuple[ProcType, int]], max_ncpus: int, max_ngpus: int
+) -> HostInstances:
+    """The reported CPU count bounded by ``max_ncpus`` and MAX_CPUS (at least 1), and each
+    GPU type's count bounded by ``max_ngpus``.
+
+    As in the work request, the first report of a GPU type is the one that counts (a
+    repeated ``<coproc_cuda>`` adds nothing).
+    """
+    ncpus = max(min(p_ncpus, max_ncpus, MAX_CPUS), 1)
+    gpus: dict[ProcType, int] = {}
+    seen: set[ProcType] = set()
+    for proc_type, count in gpu_counts:
+        if proc_type in seen or not proc_type.is_gpu:
+            continue
+        seen.add(proc_type)
+        if count > 0:
+            gpus[proc_type] = min(count, max(max_ngpus, 1))
+    return HostInstances(ncpus=ncpus, gpus=gpus)
+
+
 def max_jobs_per_rpc(*, ncpus: int, ngpus: int, gpu_multiplier: int, max_wus_to_send: int) -> int:
     """BOINC's per-RPC cap: (CPUs + gpu_multiplier × GPUs) × max_wus_to_send."""
     return max(1, (max(ncpus, 1) + gpu_multiplier * ngpus) * max(max_wus_to_send, 1))

@@ -16,7 +16,7 @@ from apps.scheduler.services.aborts import results_to_abort
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, transition_times_save
-from apps.scheduler.services.hosts import account_authenticate, host_identify
+from apps.scheduler.services.hosts import account_authenticate, host_identify, host_instances
 from apps.scheduler.services.lost import detached_results_over, lost_results_resend
 from apps.scheduler.services.prefs import global_prefs_exchange
 from apps.scheduler.services.reply import reply_build
@@ -111,20 +111,17 @@ def _notice(text: str):  # type: ignore[no-untyped-def]
 
 def work_need(ctx: RpcContext) -> WorkNeed:
     """The request's per-resource ask (seed 000) as the policy's mutable state."""
-    req, host, account = ctx.req, ctx.host, ctx.account
-    assert host is not None
+    req, account = ctx.req, ctx.account
     assert account is not None
     wr = req.work_request
     ts = req.time_stats
+    instances = host_instances(ctx)  # the reported counts, capped
     resources = {}
-    ngpus = 0
     for r in wr.resources:
-        coproc = req.coproc(r.proc_type)
-        count = coproc.count if coproc else host.p_ncpus
+        count = instances.count(r.proc_type)
         if r.proc_type.is_gpu:
-            if not coproc or coproc.count <= 0:
+            if count <= 0:
                 continue
-            ngpus += coproc.count
             frac = clamp_frac(ts.gpu_active_frac * ts.on_frac)
         else:
             frac = clamp_frac(ts.active_frac * ts.on_frac)
@@ -146,8 +143,8 @@ def work_need(ctx: RpcContext) -> WorkNeed:
         seconds_to_fill=wr.work_req_seconds,
         resources=resources,
         max_jobs=max_jobs_per_rpc(
-            ncpus=host.p_ncpus,
-            ngpus=ngpus,
+            ncpus=instances.ncpus,
+            ngpus=instances.ngpus,
             gpu_multiplier=ctx.project.gpu_multiplier,
             max_wus_to_send=ctx.project.max_wus_to_send,
         ),

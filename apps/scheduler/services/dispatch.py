@@ -34,6 +34,7 @@ from apps.scheduler.domain.policy import (
     jobs_to_fill,
 )
 from apps.scheduler.services.context import RpcContext, SentJob
+from apps.scheduler.services.hosts import host_instances
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
@@ -436,16 +437,16 @@ def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLim
     host = ctx.host
     assert host is not None
     limits = InProgressLimits()
-    ngpus = {c.type: c.count for c in ctx.req.coprocs if c.count > 0}
+    instances = host_instances(ctx)  # the reported counts, capped
     for app in versions.apps.values():
-        for proc in (ProcType.CPU, *ngpus):
+        for proc in (ProcType.CPU, *instances.gpus):
             per_app = app.max_gpu_jobs_in_progress if proc.is_gpu else app.max_jobs_in_progress
             if per_app:
                 limits.app_limits[(app.id, proc)] = per_app
     if ctx.project.max_wus_in_progress:
-        limits.resource_limits[ProcType.CPU] = ctx.project.max_wus_in_progress * host.p_ncpus
+        limits.resource_limits[ProcType.CPU] = ctx.project.max_wus_in_progress * instances.ncpus
     if ctx.project.max_wus_in_progress_gpu:
-        for proc, count in ngpus.items():
+        for proc, count in instances.gpus.items():
             limits.resource_limits[proc] = ctx.project.max_wus_in_progress_gpu * count
     if not limits.app_limits and not limits.resource_limits:
         return limits  # nothing to cap: the host's jobs need not be counted

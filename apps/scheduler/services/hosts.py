@@ -7,6 +7,7 @@ from datetime import datetime
 from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.hosts.models import Host, HostCoproc
 from apps.protocol import SchedulerRequest
+from apps.scheduler.domain.policy import HostInstances, effective_instances
 from apps.scheduler.services.context import RpcContext
 from apps.volunteers.models import Account, Team
 
@@ -151,6 +152,19 @@ def host_update(host: Host, req: SchedulerRequest, *, now: datetime, remote_addr
     host.n_bwup, host.n_bwdown = req.net_stats.bwup, req.net_stats.bwdown
     host.on_frac, host.active_frac, host.gpu_active_frac = ts.on_frac, ts.active_frac, ts.gpu_active_frac
     host.connected_frac = ts.connected_frac
+
+
+def host_instances(ctx: RpcContext) -> HostInstances:
+    """The request's CPU and GPU counts as every job limit of this RPC counts them: capped
+    by the project's max_ncpus and max_ngpus (the host row keeps the reported counts, which
+    the volunteer's host page shows)."""
+    req = ctx.req
+    return effective_instances(
+        p_ncpus=req.host_info.p_ncpus,
+        gpu_counts=[(c.type, c.count) for c in req.coprocs],
+        max_ncpus=ctx.project.max_ncpus,
+        max_ngpus=ctx.project.max_ngpus,
+    )
 
 
 def _compute_capability(properties: tuple[tuple[str, str], ...]) -> int:

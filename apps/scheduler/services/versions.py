@@ -25,6 +25,7 @@ from apps.protocol import ClientAppVersion
 from apps.scheduler.domain.policy import VersionOption
 from apps.scheduler.services.catalog import ProjectCatalog, project_catalog
 from apps.scheduler.services.context import RpcContext
+from apps.scheduler.services.hosts import host_instances
 from apps.work.domain.states import ServerState
 from apps.work.models import Result
 
@@ -65,6 +66,9 @@ class HostVersions:
 
 def host_resources(ctx: RpcContext) -> HostResources:
     req = ctx.req
+    # Plan classes see the capped counts too: an mt version must not be sized (and
+    # credited) for a claimed million CPUs.
+    instances = host_instances(ctx)
     gpus = {}
     for coproc in req.coprocs:
         if coproc.count <= 0 or coproc.type in gpus:
@@ -75,13 +79,13 @@ def host_resources(ctx: RpcContext) -> HostResources:
         except ValueError:
             capability = 0
         gpus[coproc.type] = GpuInfo(
-            count=coproc.count,
+            count=instances.count(coproc.type),
             peak_flops=coproc.peak_flops,
             available_ram_mb=coproc.available_ram / 1e6,
             have_opencl=props.get("have_opencl", "0").strip() in ("1", "true"),
             compute_capability=capability,
         )
-    return HostResources(p_ncpus=max(req.host_info.p_ncpus, 1), p_fpops=ctx.host.p_fpops, gpus=gpus)
+    return HostResources(p_ncpus=instances.ncpus, p_fpops=ctx.host.p_fpops, gpus=gpus)
 
 
 def _spec_for(version: AppVersion, named: dict[str, PlanClassSpec]) -> PlanClassSpec:
@@ -287,9 +291,7 @@ def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
     The limit is max_jobs_per_day × CPUs (or GPUs × gpu_multiplier), and 1 when the host
     has been punished down to 1.
     """
-    host = ctx.host
-    assert host is not None
-    ngpus = {c.type: c.count for c in ctx.req.coprocs}
+    instances = host_instances(ctx)  # the reported counts, capped
     for app_id, options in out.options.items():
         app = out.apps[app_id]
         init = max_jobs_per_day_init(app, ctx.project)
@@ -301,7 +303,7 @@ def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
                 stats,
                 max_jobs_per_day_init=init,
                 is_gpu=option.proc_type.is_gpu,
-                ncpus=host.p_ncpus,
-                ngpus=ngpus.get(option.proc_type, 0),
+                ncpus=instances.ncpus,
+                ngpus=instances.count(option.proc_type),
                 gpu_multiplier=ctx.project.gpu_multiplier,
             )
