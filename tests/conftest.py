@@ -28,6 +28,18 @@ def _fresh_scheduler_catalog(request: pytest.FixtureRequest) -> None:
         catalog_clear()
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hasher(request: pytest.FixtureRequest) -> None:
+    """Real password hashers are slow by design and tests make many passwords; the tests of
+    password storage ask for the real one (the ``real_password_hasher`` marker)."""
+    if request.config.pluginmanager.hasplugin("django") and not request.node.get_closest_marker(
+        "real_password_hasher"
+    ):
+        request.getfixturevalue("settings").PASSWORD_HASHERS = [
+            "django.contrib.auth.hashers.MD5PasswordHasher"
+        ]
+
+
 @pytest.fixture
 def now() -> datetime:
     return datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from django.utils import timezone
 from apps.applications.models import App, AppVersion
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Platform, Project
-from apps.volunteers.models import Account, Team, passwd_hash
+from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash
 from apps.work.domain.states import ServerState
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit
 
@@ -36,10 +36,15 @@ class AccountFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Account
 
+    class Params:
+        password = None  # none unless a test gives one: hashing it is slow by design
+
     project = factory.SubFactory(ProjectFactory)
     name = factory.Sequence(lambda n: f"volunteer{n}")
     email_addr = factory.LazyAttribute(lambda o: f"{o.name}@example.com")
-    passwd_hash = factory.LazyAttribute(lambda o: passwd_hash("secret", o.email_addr))
+    passwd_hash = factory.LazyAttribute(
+        lambda o: make_passwd_hash(passwd_hash(o.password, o.email_addr) if o.password else None)
+    )
 
 
 class TeamFactory(factory.django.DjangoModelFactory):

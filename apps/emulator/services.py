@@ -29,7 +29,7 @@ from apps.emulator.live.rpc import PLATFORM
 from apps.emulator.models import EmulationRun, Scenario
 from apps.projects.models import Project
 from apps.projects.services import project_create
-from apps.volunteers.models import Account, passwd_hash
+from apps.volunteers.models import Account, make_passwd_hash
 from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services import JobSpec, OutputSpec, workunits_create
 from apps.work.services.create import DEFAULT_FPOPS_EST
@@ -166,15 +166,19 @@ def _copy(instance: _M, **changes: object) -> _M:
 
 
 def accounts_create(*, project: Project, count: int, prefix: str = "host") -> tuple[str, ...]:
-    """``count`` volunteer accounts for emulated hosts; returns their authenticators."""
-    accounts = []
-    for i in range(count):
-        email = f"{prefix}{i:04d}@emulator.example.com"
-        accounts.append(
-            Account(
-                project=project, name=f"Emulated {i}", email_addr=email, passwd_hash=passwd_hash("x", email)
-            )
+    """``count`` volunteer accounts for emulated hosts; returns their authenticators.
+
+    They attach with their account keys and have no password: hashing one is slow by
+    design (about a second each)."""
+    accounts = [
+        Account(
+            project=project,
+            name=f"Emulated {i}",
+            email_addr=f"{prefix}{i:04d}@emulator.example.com",
+            passwd_hash=make_passwd_hash(None),
         )
+        for i in range(count)
+    ]
     with transaction.atomic():
         created = Account.objects.bulk_create(accounts)
     return tuple(a.authenticator for a in created)

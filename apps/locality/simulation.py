@@ -35,7 +35,7 @@ from apps.protocol import (
     StickyFile,
     TimeStats,
 )
-from apps.volunteers.models import Account, passwd_hash
+from apps.volunteers.models import Account, make_passwd_hash
 from apps.work.domain.locality_names import workunit_name
 from apps.work.domain.states import ServerState
 from apps.work.models import InputFile, Result
@@ -221,7 +221,7 @@ def simulation_setup(*, slug: str, config: SimulationConfig, locality: bool, wor
             project=project,
             name=f"sim{i}",
             email_addr=f"sim{i}@{slug}.example.invalid",
-            passwd_hash=passwd_hash("x", f"sim{i}@{slug}.example.invalid"),
+            passwd_hash=make_passwd_hash(None),
         )
         for i in range(config.hosts)
     )

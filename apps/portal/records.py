@@ -10,7 +10,11 @@ from apps.volunteers.models import Account, Team
 
 
 def user_record(account: Account, hosts: Iterable[Host] = ()) -> Record:
-    """db_dump's user fields; the exported cpid is md5(cross_project_id + email), never the id."""
+    """db_dump's user fields; the exported cpid is md5(cross_project_id + email), never the id.
+
+    The cpid links a user's accounts across projects, so it is there only for users who
+    consented to the statistics export (as the export itself, apps.portal.stats_export).
+    """
     return Record(
         "user",
         (
@@ -21,7 +25,7 @@ def user_record(account: Account, hosts: Iterable[Host] = ()) -> Record:
             ("total_credit", account.total_credit),
             ("expavg_credit", account.expavg_credit),
             ("expavg_time", account.expavg_time),
-            ("cpid", account.public_cpid),
+            ("cpid", account.public_cpid if account.stats_export_consent else None),
             ("url", account.url or None),
             ("teamid", account.team_id),
         ),
@@ -29,7 +33,10 @@ def user_record(account: Account, hosts: Iterable[Host] = ()) -> Record:
     )
 
 
-def host_record(host: Host, *, show_owner: bool = True) -> Record:
+def host_record(host: Host, *, show_owner: bool = True, export: bool = False) -> Record:
+    """db_dump's host fields. host_cpid only with ``export``: the statistics export holds only
+    consenting users' hosts, and the host_cpid would link a host to its owner across projects
+    (BOINC shows it, and the domain name, to the owner only)."""
     return Record(
         "host",
         (
@@ -58,7 +65,7 @@ def host_record(host: Host, *, show_owner: bool = True) -> Record:
             ("n_bwdown", host.n_bwdown),
             ("avg_turnaround", host.avg_turnaround),
             ("credit_per_cpu_sec", host.credit_per_cpu_sec),
-            ("host_cpid", host.host_cpid),
+            ("host_cpid", host.host_cpid if export else None),
         ),
     )
 

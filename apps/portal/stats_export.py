@@ -123,7 +123,7 @@ def _users(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
 def _hosts(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
     hosts = Host.objects.filter(project=project, account__stats_export_consent=True).select_related("account")
     for host in _chunked(hosts, batch):
-        yield host_record(host), host.total_credit
+        yield host_record(host, export=True), host.total_credit
 
 
 def _teams(project: Project, batch: int) -> Iterator[tuple[Record, float]]:

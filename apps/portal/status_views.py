@@ -7,6 +7,7 @@ records of the periodic tasks: "running" if the daemon ran within a few of its p
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -24,6 +25,8 @@ from apps.protocol.server_status import AppTasks, DaemonState, ServerStatusDoc, 
 # Status aggregators poll this; BOINC caches it for an hour. A minute keeps it cheap and fresh,
 # here (the figures are kept that long) and in proxies (Cache-Control).
 CACHE_SECONDS = 60
+# A decimal integer (ASCII digits) that is not zero.
+_NONZERO_INT = re.compile(r"[+-]?0*[1-9][0-9]*")
 
 
 def _hours(seconds: float | None) -> float:
@@ -72,9 +75,10 @@ def _document(status: ServerStatus, update_time: int) -> ServerStatusDoc:
 
 
 def _wants_xml(request: HttpRequest) -> bool:
-    # BOINC reads get_int('xml'): any non-zero number selects the XML export.
-    value = request.GET.get("xml", "0")
-    return value.lstrip("-").isdigit() and int(value) != 0
+    # BOINC reads get_int('xml', true): any non-zero number selects the XML export, anything
+    # that is not a number the HTML page. Checked as text: int() refuses some digits that
+    # isdigit() accepts ("²") and numbers past 4,300 digits.
+    return _NONZERO_INT.fullmatch(request.GET.get("xml", "")) is not None
 
 
 def _cached_status(project: Project) -> tuple[datetime, ServerStatus]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import secrets
 from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
@@ -32,7 +31,7 @@ from apps.protocol import (
     render_project_config,
     xml_fragment_problem,
 )
-from apps.volunteers.models import Account, Team
+from apps.volunteers.models import Account, Team, make_passwd_hash
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +107,8 @@ def account_lookup(*, project: Project, email_addr: str, passwd_hash: str | None
 
     The hash is md5(password + lower(email)) as the client computes it; BOINC also
     accepts md5(authenticator + email). An account with no password yet gets the
-    latter as its password hash, as the stock page does.
+    latter as its password, as the stock page does. The stored hash is never a login
+    (Account.check_passwd_hash).
     """
     if project.web_stopped:
         raise AccountRpcError(WebRpcError.PROJECT_DOWN)
@@ -118,7 +118,7 @@ def account_lookup(*, project: Project, email_addr: str, passwd_hash: str | None
     if passwd_hash is None:
         return None
     if not account.passwd_hash:
-        account.passwd_hash = account_key_hash(account)
+        account.passwd_hash = make_passwd_hash(account_key_hash(account))
         account.save(update_fields=["passwd_hash"])
     if not account.check_passwd_hash(normalize_hash(passwd_hash)):
         raise AccountRpcError(WebRpcError.BAD_PASSWD)
@@ -154,11 +154,13 @@ def account_create(
     existing = account_find(project=project, email_addr=email)
     if existing is not None:
         return _existing_account(existing, digest), False
+    # Hashed before the transaction: the slow hash must not hold SQLite's write lock.
+    stored_hash = make_passwd_hash(digest)
     try:
         with transaction.atomic():
             team = Team.objects.filter(project=project, name=team_name.strip()).first() if team_name else None
             account = Account.objects.create(
-                project=project, name=user_name, email_addr=email, passwd_hash=digest, team=team
+                project=project, name=user_name, email_addr=email, passwd_hash=stored_hash, team=team
             )
     except IntegrityError:
         # Another request created it between the lookup and the insert.
@@ -171,7 +173,7 @@ def account_create(
 
 
 def _existing_account(account: Account, digest: str) -> Account:
-    if not secrets.compare_digest(account.passwd_hash.lower(), digest):
+    if not account.check_passwd_hash(digest):
         raise AccountRpcError(WebRpcError.NOT_UNIQUE)
     return account
 

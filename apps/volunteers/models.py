@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 
+from django.contrib.auth.hashers import check_password, make_password
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -17,9 +19,24 @@ def new_authenticator() -> str:
     return secrets.token_hex(16)
 
 
+# What accounts stored before passwords were hashed again: the client's md5 itself.
+_LEGACY_PASSWD_HASH = re.compile(r"[0-9a-fA-F]{32}")
+PASSWD_HASH_LEN = 32
+
+
 def passwd_hash(password: str, email_addr: str) -> str:
-    """BOINC's password hash: md5(password + lower(email)), the same the client computes."""
+    """BOINC's password hash: md5(password + lower(email)), the same the client computes.
+
+    It is what the client sends, so it works as a password: it is never stored as it is
+    (make_passwd_hash)."""
     return hashlib.md5((password + email_addr.lower()).encode()).hexdigest()
+
+
+def make_passwd_hash(digest: str | None) -> str:
+    """The stored form of a client's passwd_hash: a salted slow hash of it (Django's
+    password hasher), as BOINC stores password_hash(md5). None gives a hash no password
+    matches: the account logs in with its account key only."""
+    return make_password(None if digest is None else digest.lower())
 
 
 class Team(models.Model):
@@ -63,7 +80,10 @@ class Account(models.Model):
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="accounts")
     name = models.CharField(max_length=200)
     email_addr = models.EmailField(max_length=254)
-    passwd_hash = models.CharField(max_length=32, help_text="md5(password + lower(email))")
+    passwd_hash = models.CharField(
+        max_length=254,  # BOINC's varchar(254): room for any hasher's encoding
+        help_text="Salted hash of md5(password + lower(email)); empty: no password set yet",
+    )
     authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
     cross_project_id = models.CharField(max_length=32, default=new_authenticator)
     create_time = models.DateTimeField(auto_now_add=True)
@@ -102,12 +122,32 @@ class Account(models.Model):
                 raise ValidationError({field: f"Not valid XML: {problem}"})
 
     def set_password(self, password: str) -> None:
-        self.passwd_hash = passwd_hash(password, self.email_addr)
+        self.passwd_hash = make_passwd_hash(passwd_hash(password, self.email_addr))
 
     def check_passwd_hash(self, candidate: str) -> bool:
-        """The client sends md5(password+email); BOINC also accepts md5(authenticator+email)."""
-        alt = hashlib.md5((self.authenticator + self.email_addr.lower()).encode()).hexdigest()
-        return secrets.compare_digest(candidate, self.passwd_hash) or secrets.compare_digest(candidate, alt)
+        """Whether ``candidate``, the md5(password + email) a client sends, is this account's.
+
+        BOINC also accepts md5(authenticator + email). A row that still holds the bare md5
+        (stored before hashing) or a hash of an outdated hasher is re-hashed and saved on
+        success, as BOINC's check_passwd_hash() and Django's check_password() do.
+        """
+        candidate = candidate.lower()
+        if len(candidate) != PASSWD_HASH_LEN:
+            return False  # no stored hash is of anything else: spare the slow hash
+        key_hash = hashlib.md5((self.authenticator + self.email_addr.lower()).encode()).hexdigest()
+        if secrets.compare_digest(candidate.encode(), key_hash.encode()):
+            return True
+        if _LEGACY_PASSWD_HASH.fullmatch(self.passwd_hash):
+            matches = secrets.compare_digest(candidate.encode(), self.passwd_hash.lower().encode())
+            if matches:
+                self._update_passwd_hash(candidate)
+            return matches
+        return check_password(candidate, self.passwd_hash, setter=self._update_passwd_hash)
+
+    def _update_passwd_hash(self, digest: str) -> None:
+        self.passwd_hash = make_passwd_hash(digest)
+        if self.pk is not None:
+            self.save(update_fields=["passwd_hash"])
 
     @property
     def email_hash(self) -> str:

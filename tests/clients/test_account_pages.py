@@ -22,7 +22,7 @@ def test_signup_creates_an_account_and_shows_its_key(client, project):
     assert response["Location"] == f"/{project.slug}/account/"
     account = Account.objects.get(project=project)
     assert (account.name, account.email_addr) == ("Ada", "ada@example.org")
-    assert account.passwd_hash == passwd_hash("longpassword", "ada@example.org")
+    assert account.check_passwd_hash(passwd_hash("longpassword", "ada@example.org")) is True
     page = client.get(response["Location"]).content.decode()
     assert f'<code class="key" id="account-key">{account.authenticator}</code>' in page
     assert f"boinccmd --project_attach {project.master_url} {account.authenticator}" in page

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.volunteers.models import Account, passwd_hash
+from apps.volunteers.models import Account
 from tests.factories import AccountFactory
 
 pytestmark = pytest.mark.django_db
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def account(project) -> Account:
     email = "ada@example.org"
-    return AccountFactory(project=project, email_addr=email, passwd_hash=passwd_hash("pw123456", email))
+    return AccountFactory(project=project, email_addr=email, password="pw123456")
 
 
 @pytest.fixture

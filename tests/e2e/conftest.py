@@ -28,7 +28,7 @@ from apps.applications.models import App
 from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.projects.models import Project
 from apps.projects.services import project_create
-from apps.volunteers.models import Account, passwd_hash
+from apps.volunteers.models import Account, make_passwd_hash, passwd_hash
 from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, workunit_create
 from tests.conftest import require_service
@@ -295,7 +295,10 @@ def make_e2e_project(
             api_version="7.20.0",
         )
     account = Account.objects.create(
-        project=project, name="E2E volunteer", email_addr=EMAIL, passwd_hash=passwd_hash(PASSWORD, EMAIL)
+        project=project,
+        name="E2E volunteer",
+        email_addr=EMAIL,
+        passwd_hash=make_passwd_hash(passwd_hash(PASSWORD, EMAIL)),
     )
     return E2EProject(project=project, account=account, app=app)
 

@@ -33,7 +33,7 @@ def test_boinccmd_account_lookup_create_and_project_config(boinc_client, base_ur
     account = Account.objects.get(project=e2e.project, email_addr="new@example.org")
     assert f"account key: {account.authenticator}" in created
     assert account.name == "Newbie"
-    assert account.passwd_hash == passwd_hash("newpassword", "new@example.org")
+    assert account.check_passwd_hash(passwd_hash("newpassword", "new@example.org")) is True
 
     config = client.cmd("--get_project_config", e2e.master_url).stdout
     assert f"name: {e2e.project.name}" in config

@@ -55,11 +55,11 @@ def test_user_page_breaks_credit_down_by_app(client, account):
 
 def test_user_page_lists_hosts_unless_hidden(client, account):
     host = HostFactory(account=account, domain_name="ada-box")
-    assert "ada-box" in client.get(f"/vp/show_user.php?userid={account.id}").content.decode()
+    assert f"hostid={host.id}" in client.get(f"/vp/show_user.php?userid={account.id}").content.decode()
     account.show_hosts = False
     account.save()
     body = client.get(f"/vp/show_user.php?userid={account.id}").content.decode()
-    assert "ada-box" not in body
+    assert f"hostid={host.id}" not in body
     assert f"hostid={host.id}" not in body
 
 

@@ -5,12 +5,16 @@ from apps.volunteers.models import Account, Team
 
 
 class UserSerializer(serializers.ModelSerializer):
-    cpid = serializers.CharField(source="public_cpid", read_only=True)
+    cpid = serializers.SerializerMethodField()
     team = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
 
     class Meta:
         model = Account
         fields = ["id", "name", "country", "create_time", "total_credit", "expavg_credit", "cpid", "team"]
+
+    def get_cpid(self, account: Account) -> str | None:
+        # The cross-project id links a user across projects: only with stats export consent.
+        return account.public_cpid if account.stats_export_consent else None
 
 
 class HostSerializer(serializers.ModelSerializer):

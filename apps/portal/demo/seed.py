@@ -14,7 +14,7 @@ from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
 from apps.projects.services import project_create
-from apps.volunteers.models import Account, CreditHistory, Team, passwd_hash
+from apps.volunteers.models import Account, CreditHistory, Team, make_passwd_hash, passwd_hash
 from apps.work.domain.states import (
     AssimilateState,
     ClientState,
@@ -128,7 +128,7 @@ def _volunteers(project: Project, rng: random.Random) -> list[Account]:
                 project=project,
                 name=name.title(),
                 email_addr=email,
-                passwd_hash=passwd_hash("demo-password", email),
+                passwd_hash=make_passwd_hash(passwd_hash("demo-password", email)),
                 team=team if rng.random() < 0.75 else None,
             )
         )

@@ -100,7 +100,7 @@ def build_state(*, hosts: int, quorum: int, rng: random.Random) -> CreditState:
     from apps.core import clock
     from apps.hosts.models import Host, HostAppVersion, HostCoproc
     from apps.projects.services import project_create
-    from apps.volunteers.models import Account, Team, passwd_hash
+    from apps.volunteers.models import Account, Team, make_passwd_hash
 
     now = clock.now().timestamp()
     project = project_create(slug=SLUG, name="Credit bench").project
@@ -131,7 +131,7 @@ def build_state(*, hosts: int, quorum: int, rng: random.Random) -> CreditState:
                 project=project,
                 name=f"volunteer{i}",
                 email_addr=f"volunteer{i}@bench.example.com",
-                passwd_hash=passwd_hash("x", f"volunteer{i}@bench.example.com"),
+                passwd_hash=make_passwd_hash(None),
                 team=rng.choice(team_rows) if rng.random() < 0.6 else None,
             )
             for i in range(n_accounts)

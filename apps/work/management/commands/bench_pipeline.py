@@ -78,7 +78,7 @@ def pipeline_setup(*, jobs: int, hosts: int, min_quorum: int = 2) -> dict[str, A
     Linux, ``jobs`` workunits and one account per simulated host."""
     from apps.applications.services import AppFileSpec, app_create, app_version_add
     from apps.projects.services import project_create
-    from apps.volunteers.models import Account, Team, passwd_hash
+    from apps.volunteers.models import Account, Team, make_passwd_hash
     from apps.work.services import JobSpec, workunits_create
 
     project = project_create(slug=SLUG, name="Pipeline bench").project
@@ -108,7 +108,7 @@ def pipeline_setup(*, jobs: int, hosts: int, min_quorum: int = 2) -> dict[str, A
     for i in range(hosts):
         email = f"host{i}@bench.example.com"
         account = Account.objects.create(
-            project=project, name=f"host{i}", email_addr=email, passwd_hash=passwd_hash("x", email), team=team
+            project=project, name=f"host{i}", email_addr=email, passwd_hash=make_passwd_hash(None), team=team
         )
         keys.append(account.authenticator)
     return {"slug": SLUG, "authenticators": keys}
