@@ -79,7 +79,7 @@ if env_bool("BEHIND_TLS_PROXY", False):
 SECURE_HSTS_SECONDS = int(env_float("SECURE_HSTS_SECONDS", 0))
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "apps.core.admin_apps.GuardedAdminConfig",  # django.contrib.admin with the guarded site (apps/core/admin_base.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

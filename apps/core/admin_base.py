@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Q, QuerySet
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
+from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
+from django.db import connections, router, transaction
+from django.db.models import Model, Q, QuerySet
+from django.db.models.base import ModelBase
 from django.http import HttpRequest
 
 # Larger numbers are no id of a BIGINT column; they are searched as names only.
@@ -63,3 +69,68 @@ def indexed_search(
     if also is not None:
         query |= also
     return queryset.filter(query)
+
+
+class HostileInputGuard(admin.ModelAdmin):
+    """What every ModelAdmin on the site does (``GuardedAdminSite`` mixes it in): a hand-made URL
+    gets a list with nothing, Django's "invalid lookup" ``?e=1`` or a 400, never a 500."""
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        # No stored text holds a NUL (PostgreSQL refuses one), so such a term matches nothing;
+        # passed on, it makes the driver raise. The changelist's search form already refuses
+        # it; the autocomplete view (which calls this too) does not.
+        if "\x00" in search_term:
+            return queryset.none(), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
+        # The changelist counts its rows here, so the URL's filters reach the database now.
+        # Django checks them only while building the query; many values pass that and fail
+        # when it runs: a year past 9999, an integer past 64 bits, a NUL, a bad regex, a range
+        # of one value, a lookup the database lacks. As Django does while building, any error
+        # is taken for a bad parameter (answered with ?e=1), but only when the URL carries
+        # some: the bare list, where ?e=1 leads, still fails loudly when the server is at fault.
+        if not any(key != ERROR_FLAG for key in request.GET):
+            return super().get_changelist_instance(request)
+        try:
+            with _savepoint(self.model):
+                return super().get_changelist_instance(request)
+        except (SuspiciousOperation, ImproperlyConfigured, IncorrectLookupParameters):
+            raise
+        except Exception as exc:
+            raise IncorrectLookupParameters(exc) from exc
+
+
+def _savepoint(model: type[Model]) -> AbstractContextManager[Any]:
+    """A savepoint inside a transaction (tests, ATOMIC_REQUESTS): a query PostgreSQL refuses
+    aborts the transaction around it. Outside one, nothing: a transaction would take
+    SQLite's write lock for a read."""
+    using = router.db_for_read(model)
+    return transaction.atomic(using=using) if connections[using].in_atomic_block else nullcontext()
+
+
+class GuardedAdminSite(admin.AdminSite):
+    """The admin site (``admin.site``, through ``apps.core.admin_apps``). Every ModelAdmin
+    registered on it, the project's and the third-party ones (auth, Celery beat and results)
+    alike, is given ``HostileInputGuard``, so a new admin is guarded without doing anything."""
+
+    def register(
+        self,
+        model_or_iterable: ModelBase | Iterable[ModelBase],
+        admin_class: type[admin.ModelAdmin] | None = None,
+        **options: Any,
+    ) -> None:
+        admin_class = admin_class or admin.ModelAdmin
+        if not issubclass(admin_class, HostileInputGuard):
+            admin_class = type(
+                admin_class.__name__,
+                (HostileInputGuard, admin_class),
+                {
+                    "__module__": admin_class.__module__,
+                    "__qualname__": admin_class.__qualname__,
+                    "__doc__": admin_class.__doc__,
+                },
+            )
+        super().register(model_or_iterable, admin_class, **options)

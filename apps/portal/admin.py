@@ -80,6 +80,8 @@ class ProjectAdmin(admin.ModelAdmin):
                     "max_wus_in_progress",
                     "max_wus_in_progress_gpu",
                     "gpu_multiplier",
+                    "max_ncpus",
+                    "max_ngpus",
                     "daily_result_quota",
                     "report_grace_period",
                     "resend_lost_results",

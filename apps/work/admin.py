@@ -52,12 +52,23 @@ class WorkunitAdmin(admin.ModelAdmin):
         "canonical_result",
         "error_mask",
         "assimilate_state",
+        "assimilate_attempts",
         "file_delete_state",
         "transition_time",
         "create_time",
     ]
     # No date_hierarchy: it reads every row's date on each page; the date filter reads none.
-    list_filter = ["project", "app", "assimilate_state", "file_delete_state", "need_validate", "create_time"]
+    list_filter = [
+        "project",
+        "app",
+        "assimilate_state",
+        ("assimilate_retry_time", admin.EmptyFieldListFilter),  # set: the hook failed (or runs)
+        "file_delete_state",
+        "need_validate",
+        "create_time",
+    ]
+    # The retry time stays editable: emptying it retries at the next assimilator pass.
+    readonly_fields = ["assimilate_attempts", "assimilate_error"]
     search_fields = ["name"]
     search_help_text = "The exact workunit name, or a number: workunit id or batch."
     list_select_related = ["app", "canonical_result"]
@@ -231,6 +242,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
     ]
     list_filter = ["project", "app", "state"]
     search_fields = ["name"]
+    ordering = ["-id"]  # the autocomplete pages through it
     list_select_related = ["app", "assigned_host", "first_unvalidated", "first_undispatched"]
     raw_id_fields = ["assigned_host"]
     readonly_fields = [

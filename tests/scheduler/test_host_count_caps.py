@@ -175,3 +175,10 @@ def test_a_multi_thread_version_is_sized_for_the_capped_cpus(client, project, ac
     make_jobs(project, app, 1)
     reply = rpc(client, project, claiming(account, ncpus=1_000_000))
     assert [v.avg_ncpus for v in reply.app_versions] == [64]
+
+
+@pytest.mark.django_db
+def test_the_project_admin_shows_the_host_count_caps(admin_client, project):
+    page = admin_client.get(f"/admin/projects/project/{project.pk}/change/").content.decode()
+    assert 'name="max_ncpus" value="64"' in page
+    assert 'name="max_ngpus" value="64"' in page
