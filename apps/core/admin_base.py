@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -9,11 +10,12 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
-from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
-from django.db import connections, router, transaction
+from django.db import DataError, NotSupportedError, OperationalError, connections, router, transaction
 from django.db.models import Model, Q, QuerySet
 from django.db.models.base import ModelBase
 from django.http import HttpRequest
+
+logger = logging.getLogger(__name__)
 
 # Larger numbers are no id of a BIGINT column; they are searched as names only.
 _MAX_ID = 2**63 - 1
@@ -97,10 +99,33 @@ class HostileInputGuard(admin.ModelAdmin):
         try:
             with _savepoint(self.model):
                 return super().get_changelist_instance(request)
-        except (SuspiciousOperation, ImproperlyConfigured, IncorrectLookupParameters):
-            raise
-        except Exception as exc:
+        except _REFUSED_VALUE as exc:
+            if (
+                isinstance(exc, OperationalError)
+                and connections[router.db_for_read(self.model)].vendor != "sqlite"
+            ):
+                raise  # elsewhere an OperationalError is the server's trouble, not the URL's
+            # Logged, so a filter that fails for a reason of ours is still seen.
+            logger.warning(
+                "admin %s: refused lookup %s", self.model._meta.label, request.GET.urlencode(), exc_info=True
+            )
             raise IncorrectLookupParameters(exc) from exc
+
+
+# What the database (or Django and the driver, converting the value) answers to a value
+# it cannot take: a year past 9999 or an integer past 64 bits (ValueError, OverflowError),
+# a __range of one value (IndexError), a NUL or a malformed range or regex (DataError on
+# PostgreSQL; SQLite reports a bad regex as an OperationalError), a lookup the backend
+# lacks (NotSupportedError). Anything else, a lost connection or a bug, stays a server error.
+_REFUSED_VALUE = (
+    ValueError,
+    TypeError,
+    IndexError,
+    OverflowError,
+    DataError,
+    NotSupportedError,
+    OperationalError,
+)
 
 
 def _savepoint(model: type[Model]) -> AbstractContextManager[Any]:

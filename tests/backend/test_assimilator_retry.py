@@ -224,3 +224,16 @@ def test_the_dashboard_links_to_the_workunits_whose_hook_failed(hook, admin_clie
         for a in listed.xpath('//table[@id="result_list"]//th[contains(@class, "field-name")]//a')
     ]
     assert names == ["bad"]
+
+
+def test_due_retries_take_at_most_half_a_pass_while_new_workunits_wait(hook, project, app, now):
+    for i in range(4):
+        ready(project, app, now, f"bad-{i}", failing=True)
+    workunits_assimilate(project=project, now=now)
+    for i in range(4):
+        ready(project, app, now, f"new-{i}")
+    CALLS.clear()
+
+    workunits_assimilate(project=project, now=now + timedelta(minutes=1), limit=4)
+
+    assert CALLS == ["bad-0", "bad-1", "new-0", "new-1"]

@@ -230,3 +230,14 @@ def test_a_list_without_parameters_still_fails_loudly(superuser):
     request.user = superuser
     with pytest.raises(RuntimeError, match="database unreachable"):
         site.get_model_admin(Platform).changelist_view(request)
+
+
+def test_a_filtered_list_that_fails_for_a_server_reason_still_fails_loudly(superuser):
+    """Only errors a bad value causes become the invalid-lookup page; a broken query or a lost
+    connection behind a filtered URL is still a server error, and is seen."""
+    site = GuardedAdminSite(name="broken")
+    site.register(Platform, _BrokenListAdmin)
+    request = RequestFactory().get("/admin/projects/platform/?name=x")
+    request.user = superuser
+    with pytest.raises(RuntimeError, match="database unreachable"):
+        site.get_model_admin(Platform).changelist_view(request)

@@ -152,13 +152,13 @@ def test_the_host_row_keeps_the_counts_the_client_reported(client, project, acco
 
 
 @pytest.mark.django_db
-def test_the_work_request_counts_capped_instances(project, account):
+def test_the_work_request_caps_jobs_but_spreads_its_delay_over_the_reported_instances(project, account):
     req = gpu_claiming(account, count=4096)
     req = replace(req, host_info=replace(req.host_info, p_ncpus=1_000_000))
     host = HostFactory(account=account, p_ncpus=1_000_000)  # as the request recorded it
     need = work_need(RpcContext(project=project, req=req, now=clock.now(), account=account, host=host))
     ninstances = {p: r.ninstances for p, r in need.resources.items()}
-    assert (ninstances, need.max_jobs) == ({CPU: 64, NVIDIA: 64}, (64 + 64) * 10)
+    assert (ninstances, need.max_jobs) == ({CPU: 1_000_000, NVIDIA: 4096}, (64 + 64) * 10)
 
 
 @pytest.mark.django_db

@@ -115,12 +115,15 @@ def work_need(ctx: RpcContext) -> WorkNeed:
     assert account is not None
     wr = req.work_request
     ts = req.time_stats
-    instances = host_instances(ctx)  # the reported counts, capped
+    instances = host_instances(ctx)  # the reported counts, capped for the job limits
     resources = {}
     for r in wr.resources:
-        count = instances.count(r.proc_type)
+        # The queue's estimated delay spreads over the instances the host really has (as
+        # BOINC's update_estimated_delay): a 128-CPU host must not look twice as busy.
+        coproc = req.coproc(r.proc_type)
+        count = coproc.count if coproc else max(req.host_info.p_ncpus, 1)
         if r.proc_type.is_gpu:
-            if count <= 0:
+            if instances.count(r.proc_type) <= 0:
                 continue
             frac = clamp_frac(ts.gpu_active_frac * ts.on_frac)
         else:

@@ -2,8 +2,9 @@
 
 One pass:
 
-1. Pick up to ``limit`` workunits of the project with assimilate_state READY: first those
-   whose retry time has come (oldest first), then new ones (no retry time, id order).
+1. Pick up to ``limit`` workunits of the project with assimilate_state READY: those whose
+   retry time has come (oldest first; at most half the pass while new ones wait), then new
+   ones (no retry time, id order).
 2. Claim each with a conditional UPDATE that counts the attempt and sets the retry time to a
    10-minute lease, as the validator claims; a workunit another worker claimed first is
    skipped. Should this worker die in the hook, the workunit is tried again after the lease.
@@ -130,7 +131,8 @@ def workunits_assimilate(
 
 def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, int]]:
     """(id, attempts) of READY workunits to try now: due retries first, so a stream of new
-    workunits cannot put them off for ever, then new ones in id order.
+    workunits cannot put them off for ever, but at most half the pass while new ones wait;
+    then new ones in id order; then the rest of the due retries, if there is room.
 
     Each read is one range of wu_assimilate_ready, already in order. The new ones are ordered
     by retry time too (all empty): PostgreSQL does not take ``IS NULL`` as fixing the column,
@@ -139,10 +141,13 @@ def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, int]]:
         "assimilate_retry_time", "id"
     )
     columns = ("id", "assimilate_attempts")
-    rows = list(ready.filter(assimilate_retry_time__lte=now).values_list(*columns)[:limit])
-    if len(rows) < limit:
-        rows += ready.filter(assimilate_retry_time__isnull=True).values_list(*columns)[: limit - len(rows)]
-    return rows
+    # Retries take at most half a pass while new work waits: a hook that fails slowly
+    # (a timeout) must not fill every pass and keep the others from being assimilated.
+    retries = list(ready.filter(assimilate_retry_time__lte=now).values_list(*columns)[:limit])
+    share = max(limit // 2, 1)
+    rows = retries[:share]
+    rows += ready.filter(assimilate_retry_time__isnull=True).values_list(*columns)[: limit - len(rows)]
+    return rows + retries[share : share + limit - len(rows)]
 
 
 def _claim(wu_id: int, attempts: int, now: datetime) -> bool:
