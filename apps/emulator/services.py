@@ -169,7 +169,7 @@ def accounts_create(*, project: Project, count: int, prefix: str = "host") -> tu
     """``count`` volunteer accounts for emulated hosts; returns their authenticators.
 
     They attach with their account keys and have no password: hashing one is slow by
-    design (about a second each)."""
+    design (bcrypt, about 70 ms each here)."""
     accounts = [
         Account(
             project=project,
