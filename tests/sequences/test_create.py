@@ -256,5 +256,23 @@ def test_api_extends_an_open_ended_sequence(admin_client, project, cpu_app):
     assert (response.json()["steps"], response.json()["expected_length"]) == (5, 5)
 
 
+def test_api_filters_sequences_by_app_name(admin_client, project, cpu_app):
+    from apps.applications.services import app_create
+
+    app_create(project=project, name="otherapp")
+    url = f"/api/v1/projects/{project.slug}/sequences/"
+    for name, appname in (("mine", "cpuapp"), ("theirs", "otherapp")):
+        body = {
+            "name": name,
+            "appname": appname,
+            "max_result_time": 86400,
+            "step": {},
+            "outputs": [{"open_name": "state", "max_nbytes": 1000, "state": True}],
+        }
+        assert admin_client.post(url, body, content_type="application/json").status_code == 201
+    listed = admin_client.get(url, {"app": "otherapp"}).json()["results"]
+    assert [s["name"] for s in listed] == ["theirs"]
+
+
 def test_api_is_for_admins_only(client, project):
     assert client.get(f"/api/v1/projects/{project.slug}/sequences/").status_code in (401, 403)

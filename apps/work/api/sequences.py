@@ -23,6 +23,7 @@ from apps.applications.models import App
 from apps.core.api import NameLookupMixin
 from apps.core.api.schema import BAD_REQUEST, CONFLICT, FORBIDDEN, NOT_FOUND
 from apps.projects.models import Project
+from apps.work.api.filters import WorkSequenceFilterSet
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
 from apps.work.api.views import job_spec
 from apps.work.models import WorkSequence
@@ -113,7 +114,7 @@ class WorkSequenceViewSet(
 
     serializer_class = WorkSequenceSerializer
     lookup_field = "name"
-    filterset_fields = ["state", "app"]
+    filterset_class = WorkSequenceFilterSet
 
     def get_queryset(self) -> QuerySet[WorkSequence]:
         if getattr(self, "swagger_fake_view", False):
