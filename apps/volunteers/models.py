@@ -20,7 +20,7 @@ def new_authenticator() -> str:
 
 
 # What accounts stored before passwords were hashed again: the client's md5 itself.
-_LEGACY_PASSWD_HASH = re.compile(r"[0-9a-fA-F]{32}")
+LEGACY_PASSWD_HASH = re.compile(r"[0-9a-fA-F]{32}")
 PASSWD_HASH_LEN = 32
 
 
@@ -137,7 +137,7 @@ class Account(models.Model):
         key_hash = hashlib.md5((self.authenticator + self.email_addr.lower()).encode()).hexdigest()
         if secrets.compare_digest(candidate.encode(), key_hash.encode()):
             return True
-        if _LEGACY_PASSWD_HASH.fullmatch(self.passwd_hash):
+        if LEGACY_PASSWD_HASH.fullmatch(self.passwd_hash):
             matches = secrets.compare_digest(candidate.encode(), self.passwd_hash.lower().encode())
             if matches:
                 self._update_passwd_hash(candidate)
