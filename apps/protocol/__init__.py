@@ -60,6 +60,7 @@ from apps.protocol.scheduler_reply import (
 )
 from apps.protocol.scheduler_request import (
     DEFAULT_MAX_REQUEST_BYTES,
+    global_prefs_parse,
     parse_request,
     prefs_mod_time,
     render_request,
@@ -185,6 +186,7 @@ __all__ = [
     "client_app_versions",
     "error_reply",
     "find_upload_header_end",
+    "global_prefs_parse",
     "instantiate_input",
     "instantiate_output",
     "is_safe_file_name",

@@ -96,6 +96,13 @@ def prefs_mod_time(body: str) -> float | None:
     return 0.0
 
 
+def global_prefs_parse(body: str) -> GlobalPrefs:
+    """Preferences stored as the body of ``<global_preferences>`` (an account's copy), read
+    as a request's are. Raises ProtocolError if the body is not XML or a value is refused."""
+    prefs: GlobalPrefs = from_xml(GlobalPrefs, parse_fragment(body), "global_preferences")
+    return prefs
+
+
 # ---------------------------------------------------------------------------- hooks
 
 

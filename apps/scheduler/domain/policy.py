@@ -158,11 +158,15 @@ class HostInstances:
     """The CPUs and GPUs (per type) a host is counted as having for its job limits.
 
     BOINC's effective_ncpus and per-type ninstances (get_job_limits): what the client
-    reports, capped, so that a claim of a million CPUs cannot multiply the per-RPC,
-    in-progress and daily limits. The host row keeps what the client reported.
+    reports, limited by the volunteer's "use at most N % of the CPUs" and capped, so that
+    a claim of a million CPUs cannot multiply the per-RPC, in-progress and daily limits.
+    The host row keeps what the client reported.
     """
 
-    ncpus: int
+    ncpus: int  # effective_ncpus: the volunteer's max_ncpus_pct, then the caps
+    # The reported CPUs under the same caps, without max_ncpus_pct: BOINC scales the daily
+    # quota by the host's p_ncpus (scaled_max_jobs_per_day), not by effective_ncpus.
+    p_ncpus: int
     gpus: dict[ProcType, int] = field(default_factory=dict)  # types with at least one GPU
 
     @property
@@ -173,16 +177,35 @@ class HostInstances:
         return self.ncpus if proc_type is ProcType.CPU else self.gpus.get(proc_type, 0)
 
 
+def effective_ncpus(*, p_ncpus: int, max_ncpus_pct: float, max_ncpus: int) -> int:
+    """BOINC's effective_ncpus: the reported CPUs times the volunteer's ``max_ncpus_pct``
+    (rounded down), then bounded by the project's ``max_ncpus`` and MAX_CPUS, at least 1.
+
+    A percentage of 0, or outside (0, 100), means all CPUs, as in BOINC's get_job_limits.
+    The older ``max_cpus`` global preference is not read: BOINC's scheduler never used it
+    (only the client does, when max_ncpus_pct is 0).
+    """
+    n = p_ncpus
+    if 0 < max_ncpus_pct < 100:
+        n = int(n * max_ncpus_pct / 100.0)
+    return max(min(n, max_ncpus, MAX_CPUS), 1)
+
+
 def effective_instances(
-    *, p_ncpus: int, gpu_counts: Iterable[tuple[ProcType, int]], max_ncpus: int, max_ngpus: int
+    *,
+    p_ncpus: int,
+    gpu_counts: Iterable[tuple[ProcType, int]],
+    max_ncpus: int,
+    max_ngpus: int,
+    max_ncpus_pct: float = 100.0,
 ) -> HostInstances:
-    """The reported CPU count bounded by ``max_ncpus`` and MAX_CPUS (at least 1), and each
-    GPU type's count bounded by ``max_ngpus``.
+    """A host's counts for its job limits: ``ncpus`` as ``effective_ncpus`` gives it,
+    ``p_ncpus`` the same without the volunteer's percentage, and each GPU type's count
+    bounded by ``max_ngpus`` (the percentage is for CPUs only, as in BOINC).
 
     As in the work request, the first report of a GPU type is the one that counts (a
     repeated ``<coproc_cuda>`` adds nothing).
     """
-    ncpus = max(min(p_ncpus, max_ncpus, MAX_CPUS), 1)
     gpus: dict[ProcType, int] = {}
     seen: set[ProcType] = set()
     for proc_type, count in gpu_counts:
@@ -191,7 +214,11 @@ def effective_instances(
         seen.add(proc_type)
         if count > 0:
             gpus[proc_type] = min(count, max(max_ngpus, 1))
-    return HostInstances(ncpus=ncpus, gpus=gpus)
+    return HostInstances(
+        ncpus=effective_ncpus(p_ncpus=p_ncpus, max_ncpus_pct=max_ncpus_pct, max_ncpus=max_ncpus),
+        p_ncpus=effective_ncpus(p_ncpus=p_ncpus, max_ncpus_pct=100.0, max_ncpus=max_ncpus),
+        gpus=gpus,
+    )
 
 
 def max_jobs_per_rpc(*, ncpus: int, ngpus: int, gpu_multiplier: int, max_wus_to_send: int) -> int:

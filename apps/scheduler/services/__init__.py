@@ -115,7 +115,7 @@ def work_need(ctx: RpcContext) -> WorkNeed:
     assert account is not None
     wr = req.work_request
     ts = req.time_stats
-    instances = host_instances(ctx)  # the reported counts, capped for the job limits
+    instances = host_instances(ctx)  # effective counts (the volunteer's CPU share, capped)
     resources = {}
     for r in wr.resources:
         # The queue's estimated delay spreads over the instances the host really has (as

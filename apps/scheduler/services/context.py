@@ -12,7 +12,7 @@ from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
 from apps.protocol import ReplyMessage, SchedulerRequest
 from apps.protocol.reply_types import MessagePriority
-from apps.scheduler.domain.policy import VersionOption
+from apps.scheduler.domain.policy import HostInstances, VersionOption
 from apps.volunteers.models import Account
 from apps.work.models import Result
 
@@ -54,6 +54,9 @@ class RpcContext:
     # The request's hostid as read with the account (None: no such host of this account).
     known_host: Host | None = None
     known_coprocs: list[HostCoproc] = field(default_factory=list)
+    # The host's CPU and GPU counts for every job limit of this RPC, worked out once when
+    # the host is identified (read through services.hosts.host_instances).
+    instances: HostInstances | None = None
     apps: dict[int, App] = field(default_factory=dict)
     # The host's host_app_version rows, locked once per RPC, keyed (app, version, anonymous type).
     havs: dict[tuple[int, int | None, str], HostAppVersion] = field(default_factory=dict)

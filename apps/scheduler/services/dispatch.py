@@ -437,7 +437,7 @@ def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLim
     host = ctx.host
     assert host is not None
     limits = InProgressLimits()
-    instances = host_instances(ctx)  # the reported counts, capped
+    instances = host_instances(ctx)  # effective counts, as BOINC's max_jobs_in_progress.reset
     for app in versions.apps.values():
         for proc in (ProcType.CPU, *instances.gpus):
             per_app = app.max_gpu_jobs_in_progress if proc.is_gpu else app.max_jobs_in_progress

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.hosts.models import Host, HostCoproc
-from apps.protocol import SchedulerRequest
+from apps.protocol import ProtocolError, SchedulerRequest, global_prefs_parse, prefs_mod_time
 from apps.scheduler.domain.policy import HostInstances, effective_instances
 from apps.scheduler.services.context import RpcContext
 from apps.volunteers.models import Account, Team
@@ -125,6 +126,7 @@ def host_identify(ctx: RpcContext) -> Host:
     else:
         update_rows(Host, [host], [*HOST_FIELDS, "last_rpc_day"], batch=ctx.writes)
     coprocs_update(host, req, coprocs)
+    host_instances(ctx)  # once, for every job limit of the RPC
     return host
 
 
@@ -155,16 +157,56 @@ def host_update(host: Host, req: SchedulerRequest, *, now: datetime, remote_addr
 
 
 def host_instances(ctx: RpcContext) -> HostInstances:
-    """The request's CPU and GPU counts as every job limit of this RPC counts them: capped
-    by the project's max_ncpus and max_ngpus (the host row keeps the reported counts, which
-    the volunteer's host page shows)."""
+    """The request's CPU and GPU counts as every job limit of this RPC counts them: the
+    CPUs the volunteer's preferences let BOINC use (``sched_max_ncpus_pct``), capped by the
+    project's max_ncpus and max_ngpus (the host row keeps the reported counts, which the
+    volunteer's host page shows).
+
+    Worked out once per RPC (host_identify does it) and kept on the context.
+    """
+    if ctx.instances is None:
+        req = ctx.req
+        ctx.instances = effective_instances(
+            p_ncpus=req.host_info.p_ncpus,
+            gpu_counts=[(c.type, c.count) for c in req.coprocs],
+            max_ncpus=ctx.project.max_ncpus,
+            max_ngpus=ctx.project.max_ngpus,
+            max_ncpus_pct=sched_max_ncpus_pct(ctx),
+        )
+    return ctx.instances
+
+
+def sched_max_ncpus_pct(ctx: RpcContext) -> float:
+    """max_ncpus_pct of the global preferences BOINC schedules by (handle_global_prefs):
+    the client's working preferences; else the request's own, unless the account's are
+    newer (by mod_time, a future one counting as now); else the account's; else 100.
+    """
     req = ctx.req
-    return effective_instances(
-        p_ncpus=req.host_info.p_ncpus,
-        gpu_counts=[(c.type, c.count) for c in req.coprocs],
-        max_ncpus=ctx.project.max_ncpus,
-        max_ngpus=ctx.project.max_ngpus,
-    )
+    if req.working_global_prefs is not None:
+        return req.working_global_prefs.max_ncpus_pct
+    stored = _stored_prefs(ctx.account.global_prefs) if ctx.account and ctx.account.global_prefs else None
+    sent = req.global_prefs
+    if sent is not None:
+        if stored is not None and min(stored[0], ctx.now_unix) > min(sent.mod_time, ctx.now_unix):
+            return stored[1]
+        return sent.max_ncpus_pct
+    return stored[1] if stored is not None else 100.0
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_prefs(body: str) -> tuple[float, float] | None:
+    """(mod_time, max_ncpus_pct) of an account's stored global preferences, read as the
+    client's are; None if they are not XML (then they are not used, see services.prefs).
+
+    Accounts' stored texts repeat from RPC to RPC: each distinct one is read once.
+    """
+    mod_time = prefs_mod_time(body)
+    if mod_time is None:
+        return None
+    try:
+        return mod_time, global_prefs_parse(body).max_ncpus_pct
+    except ProtocolError:
+        return mod_time, 100.0  # a value the parser refuses counts as unset, as BOINC's parse_double
 
 
 def _compute_capability(properties: tuple[tuple[str, str], ...]) -> int:

@@ -66,8 +66,8 @@ class HostVersions:
 
 def host_resources(ctx: RpcContext) -> HostResources:
     req = ctx.req
-    # Plan classes see the capped counts too: an mt version must not be sized (and
-    # credited) for a claimed million CPUs.
+    # Plan classes see the effective counts too (as BOINC's plan_class_spec): an mt version
+    # is sized for the CPUs the volunteer lets BOINC use, never for a claimed million.
     instances = host_instances(ctx)
     gpus = {}
     for coproc in req.coprocs:
@@ -289,9 +289,10 @@ def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
     """Each option's daily job limit (seed 003 host punishment), checked per job later.
 
     The limit is max_jobs_per_day × CPUs (or GPUs × gpu_multiplier), and 1 when the host
-    has been punished down to 1.
+    has been punished down to 1. The CPUs are the reported ones (capped), not the share the
+    volunteer's preferences allow: BOINC's scaled_max_jobs_per_day uses host.p_ncpus.
     """
-    instances = host_instances(ctx)  # the reported counts, capped
+    instances = host_instances(ctx)
     for app_id, options in out.options.items():
         app = out.apps[app_id]
         init = max_jobs_per_day_init(app, ctx.project)
@@ -303,7 +304,7 @@ def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
                 stats,
                 max_jobs_per_day_init=init,
                 is_gpu=option.proc_type.is_gpu,
-                ncpus=instances.ncpus,
+                ncpus=instances.p_ncpus,
                 ngpus=instances.count(option.proc_type),
                 gpu_multiplier=ctx.project.gpu_multiplier,
             )
