@@ -1,5 +1,6 @@
-"""The assimilator on PostgreSQL: two workers never hand one workunit over twice, and the
-pass reads its workunits through wu_assimilate_ready without sorting them."""
+"""The assimilator on PostgreSQL: two workers never hand one workunit over twice (nor does one
+whose lease ran out in the hook), and the pass reads its workunits through wu_assimilate_ready
+without sorting them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from django.db import connection, connections
 from apps.work.domain.states import AssimilateState
 from apps.work.models import Workunit
 from apps.work.services import workunits_assimilate
+from apps.work.services.assimilator import CLAIM_LEASE
 from tests.backend.conftest import make_wu
 
 pytestmark = [
@@ -22,17 +24,33 @@ pytestmark = [
 
 HOOK = "tests.backend.test_assimilator_postgres.recording_hook"
 CALLS: list[str] = []
-ENTERED = threading.Event()
-RELEASE = threading.Event()
+SCIENCE = "test_assimilator_science"  # stands for the project's science tables
+
+
+class Gate:
+    """Holds one hook call until the test opens it."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def hold(self) -> None:
+        self.entered.set()
+        assert self.opened.wait(20), "the test never opened the gate"
+
+
+GATES: list[Gate] = []  # the hook's calls for "held", in order
 
 
 def recording_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
     CALLS.append(workunit.name)
+    run = CALLS.count(workunit.name)
     if workunit.name == "held":
-        ENTERED.set()
-        assert RELEASE.wait(20), "the test never released the hook"
+        GATES[run - 1].hold()
+        with connection.cursor() as cursor:  # in the assimilator's transaction
+            cursor.execute(f"INSERT INTO {SCIENCE} (name, run) VALUES (%s, %s)", [workunit.name, run])
     time.sleep(0.005)  # long enough for the other worker to reach the same rows
-    return f"/done/{workunit.name}"
+    return f"/done/{workunit.name}/{run}"
 
 
 @pytest.fixture
@@ -40,10 +58,14 @@ def hook(app):  # type: ignore[no-untyped-def]
     app.assimilator = HOOK
     app.save()
     CALLS.clear()
-    ENTERED.clear()
-    RELEASE.clear()
+    GATES[:] = [Gate(), Gate()]
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE IF NOT EXISTS {SCIENCE} (name text, run integer)")
     yield
-    RELEASE.set()
+    for gate in GATES:
+        gate.opened.set()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {SCIENCE}")
 
 
 def ready(project, app, now, name: str) -> Workunit:
@@ -87,17 +109,48 @@ def test_two_assimilators_at_once_hand_each_workunit_over_once(hook, project, ap
 def test_a_workunit_in_one_assimilators_hook_is_left_alone_by_another(hook, project, app, now):
     held = ready(project, app, now, "held")
     first, errors = in_thread(lambda: workunits_assimilate(project=project, now=now))
-    assert ENTERED.wait(20), "the first assimilator never reached the hook"
+    assert GATES[0].entered.wait(20), "the first assimilator never reached the hook"
 
     second = workunits_assimilate(project=project, now=now + timedelta(seconds=15))
-    RELEASE.set()
+    GATES[0].opened.set()
     first.join(30)
 
     assert errors == []
     assert (second.items, second.errors) == (0, 0)
     assert CALLS == ["held"]
     held.refresh_from_db()
-    assert (held.assimilate_state, held.assimilated_path) == (AssimilateState.DONE, "/done/held")
+    assert (held.assimilate_state, held.assimilated_path) == (AssimilateState.DONE, "/done/held/1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_assimilator_whose_lease_ran_out_in_the_hook_leaves_the_workunit_to_the_next(
+    hook, project, app, now
+):
+    held = ready(project, app, now, "held")
+    passes = {}
+    first, first_errors = in_thread(
+        lambda: passes.update(first=workunits_assimilate(project=project, now=now))
+    )
+    assert GATES[0].entered.wait(20), "the first assimilator never reached the hook"
+    # Past the first one's lease, a second assimilator claims the workunit and runs the hook.
+    later = now + CLAIM_LEASE + timedelta(minutes=1)
+    second, second_errors = in_thread(
+        lambda: passes.update(second=workunits_assimilate(project=project, now=later))
+    )
+    assert GATES[1].entered.wait(20), "the second assimilator never reached the hook"
+
+    GATES[0].opened.set()  # the first hook ends while the second is still running
+    first.join(30)
+    GATES[1].opened.set()
+    second.join(30)
+
+    assert (first_errors, second_errors) == ([], [])
+    assert [(p.items, p.errors) for p in (passes["first"], passes["second"])] == [(0, 1), (1, 0)]
+    held.refresh_from_db()
+    assert (held.assimilate_state, held.assimilated_path) == (AssimilateState.DONE, "/done/held/2")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT name, run FROM {SCIENCE}")
+        assert cursor.fetchall() == [("held", 2)]
 
 
 def test_the_pass_reads_ready_workunits_through_the_index_in_order(hook, project, app, now):

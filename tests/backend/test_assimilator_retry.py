@@ -13,12 +13,26 @@ from apps.projects.services import daemon_pass_run
 from apps.work.domain.states import AssimilateState
 from apps.work.models import Workunit
 from apps.work.services import workunits_assimilate, workunits_transition, workunits_validate
-from apps.work.services.assimilator import copy_outputs, retry_delay
+from apps.work.services.assimilator import CLAIM_LEASE, copy_outputs, retry_delay
 from tests.backend.conftest import make_wu, report, results_of, send
 
 HOOK = "tests.backend.test_assimilator_retry.flaky_hook"
 FAILING: set[str] = set()  # names of the workunits whose hook raises
 CALLS: list[str] = []
+TAKES: dict[str, timedelta] = {}  # how long the hook runs for these workunits
+
+
+class PassClock:
+    """The pass's monotonic clock: a hook "takes" time by moving it on."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
+CLOCK = PassClock()
 
 
 class WorkerKilled(BaseException):
@@ -27,6 +41,7 @@ class WorkerKilled(BaseException):
 
 def flaky_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
     CALLS.append(workunit.name)
+    CLOCK.seconds += TAKES.get(workunit.name, timedelta(0)).total_seconds()
     if workunit.name in FAILING:
         raise RuntimeError("science database is down")
     if workunit.name.startswith("killed"):
@@ -40,9 +55,12 @@ def hook(app):  # type: ignore[no-untyped-def]
     app.save()
     FAILING.clear()
     CALLS.clear()
+    TAKES.clear()
+    CLOCK.seconds = 0.0
     yield
     FAILING.clear()
     CALLS.clear()
+    TAKES.clear()
 
 
 def ready(project, app, now, name: str, *, failing: bool = False) -> Workunit:
@@ -115,6 +133,28 @@ def test_the_workunits_admin_page_shows_the_hooks_error_and_attempts(hook, admin
 
     assert shown(page, "assimilate_error").startswith("RuntimeError: science database is down")
     assert shown(page, "assimilate_attempts") == "1"
+
+
+def test_a_hook_that_fails_slowly_backs_off_from_when_it_failed(hook, project, app, now):
+    bad = ready(project, app, now, "bad", failing=True)
+    TAKES["bad"] = timedelta(minutes=5)  # a timeout, longer than the first wait
+
+    workunits_assimilate(project=project, now=now, monotonic=CLOCK)
+
+    bad.refresh_from_db()
+    assert bad.assimilate_retry_time == now + timedelta(minutes=5) + timedelta(minutes=1)
+
+
+def test_a_workunit_claimed_late_in_a_long_pass_gets_its_whole_lease(hook, project, app, now):
+    ready(project, app, now, "slow")
+    late = ready(project, app, now, "killed")  # claimed after the slow hook, then its worker dies
+    TAKES["slow"] = timedelta(minutes=30)
+
+    with pytest.raises(WorkerKilled):
+        workunits_assimilate(project=project, now=now, monotonic=CLOCK)
+
+    late.refresh_from_db()
+    assert late.assimilate_retry_time == now + timedelta(minutes=30) + CLAIM_LEASE
 
 
 def test_a_failed_workunit_is_not_tried_again_before_its_retry_time(hook, project, app, now):

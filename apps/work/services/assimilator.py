@@ -6,23 +6,34 @@ One pass:
    retry time has come (oldest first; at most half the pass while new ones wait), then new
    ones (no retry time, id order).
 2. Claim each with a conditional UPDATE that counts the attempt and sets the retry time to a
-   10-minute lease, as the validator claims; a workunit another worker claimed first is
-   skipped. Should this worker die in the hook, the workunit is tried again after the lease.
-3. In one transaction: re-check it is still READY and call the app's hook (App.assimilator,
-   a dotted path to ``hook(workunit, canonical_result, output_paths)``; by default
-   ``copy_outputs``). A workunit that errored out without a canonical result gets ``None``
-   and no paths.
+   10-minute lease from the claim, as the validator claims; a workunit another worker claimed
+   first is skipped. Should this worker die in the hook, the workunit is tried again after
+   the lease.
+3. In one transaction: re-check the claim still holds and call the app's hook
+   (App.assimilator, a dotted path to ``hook(workunit, canonical_result, output_paths)``; by
+   default ``copy_outputs``). A workunit that errored out without a canonical result gets
+   ``None`` and no paths.
 4. Mark it DONE, record the path the hook returned, clear the retry time and error, and set
    transition_time to now so the transitioner decides about file deletion (BOINC's
    assimilator does the same).
+
+Times of claims and failures are the pass's ``now`` advanced by the time the pass has run, so
+a workunit claimed late in a long pass gets its whole lease and a hook that fails slowly backs
+off from when it failed.
 
 A hook that raises rolls its transaction back and leaves the workunit READY with the error
 text and a retry time ``retry_delay(attempts)`` away (1 minute, doubling, at most an hour);
 the failure is also counted in the pass's DaemonRun, whose message (the dashboard's Daemons
 table) says how many workunits wait to retry. BOINC's assimilator exits on a hook
 error instead; backing off lets the other workunits through, so ``limit`` failing ones no
-longer stop assimilation. A hook may run more than once for a workunit (a crash after the
-hook, before the commit) and must be idempotent; the default one is.
+longer stop assimilation.
+
+The DONE and failure writes hold only while this worker's claim does (the attempt count it
+set). A hook that outlasts its lease may find the workunit claimed by another assimilator
+(``run_daemons`` beside the Celery workers): that worker runs the hook again and records the
+outcome, so this one writes nothing, rolls back what its hook wrote in the transaction, and
+counts the workunit as taken over. A hook may thus run more than once for a workunit (so too
+after a crash between the hook and the commit) and must be idempotent; the default one is.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -106,27 +118,67 @@ def retry_delay(attempts: int) -> timedelta:
 
 
 def workunits_assimilate(
-    *, project: Project, now: datetime | None = None, limit: int | None = None
+    *,
+    project: Project,
+    now: datetime | None = None,
+    limit: int | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> DaemonPass:
-    """One assimilator pass over the project's READY workunits (steps in the module doc)."""
+    """One assimilator pass over the project's READY workunits (steps in the module doc).
+
+    ``monotonic`` measures how long the pass has run (tests give a clock a hook advances)."""
     now = now or clock.now()
     limit = limit or settings.COBBLESTONE_DAEMON_BATCH
-    done, failed = 0, []
+    at = _pass_clock(now, monotonic)
+    done, failed, lost = 0, [], []
     for wu_id, attempts in _due(project, now, limit):
-        if not _claim(wu_id, attempts, now):
+        claimed_at = at()
+        if not _claim(wu_id, attempts, claimed_at):
             continue  # another assimilator has it
+        claim = attempts + 1
         try:
-            done += workunit_assimilate(workunit_id=wu_id, now=now)
+            held = workunit_assimilate(workunit_id=wu_id, now=claimed_at, attempts=claim)
         except Exception as exc:
             logger.exception("assimilator: workunit %s failed; retried later", wu_id)
-            _retry_later(wu_id, attempts + 1, now, exc)
-            failed.append(f"{wu_id}: {type(exc).__name__}: {exc}")
-    message = "; ".join(failed[:5]) + (f" (+{len(failed) - 5} more)" if len(failed) > 5 else "")
-    waiting = _waiting_count(project, now)
+            held = _retry_later(wu_id, claim, at(), exc)
+            if held:
+                failed.append(f"{wu_id}: {type(exc).__name__}: {exc}")
+        else:
+            done += held
+        if not held:
+            logger.warning(
+                "assimilator: workunit %s was taken over by another assimilator (the hook "
+                "outlasted its %s lease); this pass recorded nothing",
+                wu_id,
+                CLAIM_LEASE,
+            )
+            lost.append(wu_id)
+    message = _pass_message(_waiting_count(project, at()), failed, lost)
+    return DaemonPass(items=done, errors=len(failed) + len(lost), message=message)
+
+
+def _pass_clock(now: datetime, monotonic: Callable[[], float]) -> Callable[[], datetime]:
+    """``now`` advanced by the time since this call, in whole seconds as BOINC's times: a
+    pass shorter than a second writes the times of the ``now`` it was given."""
+    began = monotonic()
+
+    def at() -> datetime:
+        return now + timedelta(seconds=int(monotonic() - began))
+
+    return at
+
+
+def _pass_message(waiting: int, failed: list[str], lost: list[int]) -> str:
+    """The DaemonRun's note: workunits backing off, those lost to another worker, the failures."""
+    notes = []
     if waiting:
-        note = f"{waiting} workunit(s) wait to retry a failed hook"
-        message = f"{note}; {message}" if message else note
-    return DaemonPass(items=done, errors=len(failed), message=message)
+        notes.append(f"{waiting} workunit(s) wait to retry a failed hook")
+    if lost:
+        ids = ", ".join(map(str, lost[:5])) + (" ..." if len(lost) > 5 else "")
+        notes.append(f"{len(lost)} workunit(s) taken over by another assimilator in the hook: {ids}")
+    if failed:
+        notes.append("; ".join(failed[:5]) + (f" (+{len(failed) - 5} more)" if len(failed) > 5 else ""))
+    return "; ".join(notes)
 
 
 def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, int]]:
@@ -151,8 +203,9 @@ def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, int]]:
 
 
 def _claim(wu_id: int, attempts: int, now: datetime) -> bool:
-    """Count the attempt and lease the workunit if it is still READY, due, and no other
-    worker counted an attempt since it was read (the row count says whether this one won)."""
+    """Count the attempt and lease the workunit from ``now``, the claim's time, if it is still
+    READY, due, and no other worker counted an attempt since it was read (the row count says
+    whether this one won). The count it sets is the claim: the pass's later writes need it."""
     claimed = (
         Workunit.objects.filter(
             id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
@@ -163,12 +216,14 @@ def _claim(wu_id: int, attempts: int, now: datetime) -> bool:
     return bool(claimed)
 
 
-def _retry_later(wu_id: int, attempts: int, now: datetime, exc: Exception) -> None:
-    """Record the hook's failure for the admin and back off, unless another worker has
-    claimed the workunit since (its lease ran out) or assimilated it."""
-    Workunit.objects.filter(
-        id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
-    ).update(assimilate_retry_time=now + retry_delay(attempts), assimilate_error=_error_text(exc))
+def _retry_later(wu_id: int, attempts: int, now: datetime, exc: Exception) -> bool:
+    """Record the hook's failure for the admin and back off from ``now``, the failure's time;
+    False if another worker has claimed the workunit since (the lease ran out in the hook)."""
+    return bool(
+        Workunit.objects.filter(
+            id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
+        ).update(assimilate_retry_time=now + retry_delay(attempts), assimilate_error=_error_text(exc))
+    )
 
 
 def _error_text(exc: Exception) -> str:
@@ -184,27 +239,38 @@ def _waiting_count(project: Project, now: datetime) -> int:
     ).count()
 
 
-def workunit_assimilate(*, workunit_id: int, now: datetime) -> bool:
+class _ClaimLost(Exception):
+    """Another worker claimed the workunit while this one was in the hook."""
+
+
+def workunit_assimilate(*, workunit_id: int, now: datetime, attempts: int | None = None) -> bool:
     """Call the hook of a workunit this worker has claimed and mark it DONE, in one
-    transaction; False if it is no longer READY. A hook's exception is raised."""
-    with transaction.atomic():
-        wu = (
-            Workunit.objects.filter(id=workunit_id, assimilate_state=AssimilateState.READY)
-            .select_related("project", "app", "canonical_result")
-            .first()
-        )
-        if wu is None:
-            return False
-        canonical = wu.canonical_result
-        paths = _output_paths(wu.project, canonical)
-        path = assimilate_hook_for(wu.app.assimilator)(wu, canonical, paths)
-        Workunit.objects.filter(id=wu.id, assimilate_state=AssimilateState.READY).update(
-            assimilate_state=AssimilateState.DONE,
-            assimilated_path=str(path or "")[:500],
-            assimilate_retry_time=None,
-            assimilate_error="",
-            transition_time=now,
-        )
+    transaction; False if it is no longer READY or, given the ``attempts`` this worker's claim
+    set, another worker has claimed it since. A hook's exception is raised."""
+    mine = Q(id=workunit_id, assimilate_state=AssimilateState.READY)
+    if attempts is not None:
+        mine &= Q(assimilate_attempts=attempts)
+    try:
+        with transaction.atomic():
+            wu = Workunit.objects.filter(mine).select_related("project", "app", "canonical_result").first()
+            if wu is None:
+                return False
+            canonical = wu.canonical_result
+            paths = _output_paths(wu.project, canonical)
+            path = assimilate_hook_for(wu.app.assimilator)(wu, canonical, paths)
+            marked = Workunit.objects.filter(mine).update(
+                assimilate_state=AssimilateState.DONE,
+                assimilated_path=str(path or "")[:500],
+                assimilate_retry_time=None,
+                assimilate_error="",
+                transition_time=now,
+            )
+            if not marked:
+                # The new holder runs the hook again and records its outcome: what this
+                # run's hook wrote in the transaction goes, so it is not recorded twice.
+                raise _ClaimLost
+    except _ClaimLost:
+        return False
     return True
 
 
