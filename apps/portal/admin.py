@@ -1,5 +1,7 @@
 """The project admin with its dashboard (server status counts, daemon runs) and daemon pausing."""
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -9,10 +11,18 @@ from django.utils.html import format_html
 
 from apps.portal.dashboard import project_dashboard_view
 from apps.projects.models import Project
-from apps.projects.services import project_daemons_set_paused
+from apps.projects.services import project_daemons_set_paused, project_save_new
 from boincproj.celery import DEFAULT_SCHEDULE
 
 DAEMON_CHOICES = [(e.name, f"{e.name}: {e.description}") for e in DEFAULT_SCHEDULE]
+
+ADD_KEYS_NOTE = (
+    "Saving makes the project's code-signing and upload key pairs and its download and upload "
+    "areas, as manage.py make_project does; the code-signing private key stays on the server so "
+    "that add_app_version can sign app files. A project whose apps are signed offline (private "
+    "key never stored) is created with manage.py make_project SLUG --name NAME "
+    "--offline-code-signing instead."
+)
 
 
 class ProjectAdminForm(forms.ModelForm):
@@ -117,6 +127,25 @@ class ProjectAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Project | None = None) -> list[str]:
+        fields = list(super().get_readonly_fields(request, obj))
+        # The master URL attached clients use and var/data/<slug>/ are named after the slug:
+        # changing it would leave both behind (the field's help text says so).
+        return fields if obj is None else [*fields, "slug"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Project | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None:
+            return fieldsets
+        (name, options), *rest = fieldsets
+        return [(name, {**options, "description": ADD_KEYS_NOTE}), *rest]
+
+    def save_model(self, request: HttpRequest, obj: Project, form: forms.ModelForm, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+        else:
+            project_save_new(project=obj)  # the same key pairs and data areas as make_project
 
     @admin.action(description="Pause all periodic daemons of the selected projects")
     def pause_daemons(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:

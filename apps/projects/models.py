@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -25,18 +26,38 @@ def slug_not_reserved(value: str) -> None:
         raise ValidationError(f"'{value}' is a path of the portal itself; choose another slug.")
 
 
+def host_has_dot(value: str) -> None:
+    """The stock client attaches only to a master URL whose host contains a dot (BOINC's
+    valid_master_url): http://localhost:8000/ is an "Invalid URL", http://127.0.0.1:8000/ is fine."""
+    if "." not in (urlsplit(value).hostname or ""):
+        raise ValidationError(
+            "The BOINC client refuses a master URL whose host has no dot (such as localhost): "
+            "use 127.0.0.1 or a full host name."
+        )
+
+
 class Project(models.Model):
     """A BOINC project: its own master URL, scheduler, keys, data areas and configuration.
 
     The configuration fields mirror BOINC's config.xml options of the same names.
     """
 
-    slug = models.CharField(max_length=50, unique=True, validators=[slug_validator, slug_not_reserved])
+    slug = models.CharField(
+        max_length=50,
+        unique=True,
+        validators=[slug_validator, slug_not_reserved],
+        help_text=(
+            "Fixed once the project exists: the master URL attached clients use and the data "
+            "directories (download, upload, results, archive) are named after it."
+        ),
+    )
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     create_time = models.DateTimeField(auto_now_add=True)
     base_url = models.URLField(
-        blank=True, help_text="Public base URL; empty means COBBLESTONE_BASE_URL. Host must contain a dot."
+        blank=True,
+        validators=[host_has_dot],
+        help_text="Public base URL; empty means COBBLESTONE_BASE_URL. Host must contain a dot.",
     )
 
     # Operational switches (BOINC's stop_sched / project_is_down / web_stopped).
@@ -51,12 +72,21 @@ class Project(models.Model):
     # Scheduling options.
     request_delay = models.FloatField(default=5, validators=[MinValueValidator(0)])
     next_rpc_delay = models.FloatField(default=0, validators=[MinValueValidator(0)])
+    # Both at least 1. BOINC reads max_wus_to_send 0 as "no per-RPC limit", the scheduler here
+    # as 1 job per device; gpu_multiplier 0 would leave GPUs out of the per-RPC limit and count
+    # all of a host's GPUs as one device in its daily quota.
     max_wus_to_send = models.PositiveIntegerField(
-        default=10, help_text="Jobs per RPC per CPU (and per GPU × gpu_multiplier)."
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="Jobs per RPC per CPU (and per GPU × gpu_multiplier); at least 1.",
     )
     max_wus_in_progress = models.PositiveIntegerField(default=0, help_text="Per CPU; 0 = no limit.")
     max_wus_in_progress_gpu = models.PositiveIntegerField(default=0, help_text="Per GPU; 0 = no limit.")
-    gpu_multiplier = models.PositiveIntegerField(default=1)
+    gpu_multiplier = models.PositiveIntegerField(
+        default=1,
+        validators=[MinValueValidator(1)],
+        help_text="Each GPU counts as this many devices in the per-RPC and daily job limits; at least 1.",
+    )
     # A client says how many CPUs and GPUs it has, and those counts multiply the per-RPC,
     # in-progress and daily limits: BOINC believes at most config.xml's max_ncpus CPUs
     # (default 64, never past 4096) and 64 GPUs of a type (sched_send.h's MAX_GPUS).

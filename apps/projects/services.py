@@ -36,19 +36,22 @@ def project_create(*, slug: str, name: str, keep_private_key: bool = True, **fie
     With ``keep_private_key=False`` the code-signing private key is printed once by
     the caller and not stored, as projects that sign apps offline prefer.
     """
-    if Project.objects.filter(slug=slug).exists():
-        raise ProjectError(f"a project with slug {slug!r} already exists")
+    return project_save_new(
+        project=Project(slug=slug, name=name, **fields), keep_private_key=keep_private_key
+    )
+
+
+def project_save_new(*, project: Project, keep_private_key: bool = True) -> NewProject:
+    """make_project's work for a project not yet saved (built by the command or the admin's
+    add form): its key pairs, the row, its download/upload/results/archive areas."""
+    if Project.objects.filter(slug=project.slug).exists():
+        raise ProjectError(f"a project with slug {project.slug!r} already exists")
     code_keys = generate_key_pair()
     upload_keys = generate_key_pair()
-    project = Project(
-        slug=slug,
-        name=name,
-        code_sign_public_key=code_keys.public_text,
-        code_sign_private_key=code_keys.private_text if keep_private_key else "",
-        upload_public_key=upload_keys.public_text,
-        upload_private_key=upload_keys.private_text,
-        **fields,
-    )
+    project.code_sign_public_key = code_keys.public_text
+    project.code_sign_private_key = code_keys.private_text if keep_private_key else ""
+    project.upload_public_key = upload_keys.public_text
+    project.upload_private_key = upload_keys.private_text
     try:
         project.full_clean()
     except ValidationError as exc:
