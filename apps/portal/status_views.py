@@ -39,6 +39,19 @@ def _daemon_states(status: ServerStatus) -> tuple[DaemonState, ...]:
     return (scheduler, *(DaemonState(host, d.name, d.state) for d in status.daemons))
 
 
+def _daemon_rows(status: ServerStatus, daemons: tuple[DaemonState, ...]) -> list[tuple[DaemonState, str]]:
+    """Each daemon of the HTML page with the words shown for its status.
+
+    A daemon with no recorded run (a daily one, on a new project) has "Not yet run": "Not
+    running" reads as a failure. The XML keeps BOINC's three words, which aggregators parse.
+    """
+    never_run = {d.name for d in status.daemons if d.last_run is None}
+    return [
+        (d, "Not yet run" if d.status == "not running" and d.command in never_run else d.status.capitalize())
+        for d in daemons
+    ]
+
+
 def _document(status: ServerStatus, update_time: int) -> ServerStatusDoc:
     ids = dict(App.objects.filter(project=status.project).values_list("name", "id"))
     return ServerStatusDoc(
@@ -107,8 +120,8 @@ def server_status(request: HttpRequest, slug: str) -> HttpResponse:
         context = {
             "project": project,
             "status": status,
-            "daemons": doc.daemons,
-            "apps": list(zip(status.apps, doc.apps, strict=True)),
+            "daemons": _daemon_rows(status, doc.daemons),
+            "apps": status.apps,
             "now": now,
         }
         response = render(request, "portal/server_status.html", context)

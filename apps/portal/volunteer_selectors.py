@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 
+from apps.credit.convert import max_jobs_per_day_init
+from apps.credit.domain.quota import initial_max_jobs_per_day
 from apps.credit.models import UserAppCredit
 from apps.hosts.models import Host, HostAppVersion
 from apps.projects.models import Project
@@ -55,11 +57,18 @@ class VersionStats:
     turnaround_avg: float
     turnaround_n: float
     scale_probation: bool
-    max_jobs_per_day: int
+    max_jobs_per_day: int | None  # the quota per CPU or GPU the scheduler uses; None: no quota
     consecutive_valid: int
 
 
-def host_version_stats(host: Host) -> list[VersionStats]:
+def _daily_quota(hav: HostAppVersion, project: Project) -> int | None:
+    """What the scheduler applies: a row not yet initialised (0) starts at the app's (else
+    the project's) initial quota, and with no initial quota there is no limit at all."""
+    init = max_jobs_per_day_init(hav.app, project)
+    return initial_max_jobs_per_day(hav.max_jobs_per_day, init) if init > 0 else None
+
+
+def host_version_stats(host: Host, project: Project) -> list[VersionStats]:
     credit = {
         (row["app_id"], row["app_version_id"], row["anonymous_proc_type"]): row
         for row in Result.objects.filter(host=host, validate_state=ValidateState.VALID)
@@ -84,7 +93,7 @@ def host_version_stats(host: Host) -> list[VersionStats]:
                 turnaround_avg=hav.turnaround_avg,
                 turnaround_n=hav.turnaround_n,
                 scale_probation=hav.scale_probation,
-                max_jobs_per_day=hav.max_jobs_per_day,
+                max_jobs_per_day=_daily_quota(hav, project),
                 consecutive_valid=hav.consecutive_valid,
             )
         )

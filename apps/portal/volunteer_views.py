@@ -69,7 +69,7 @@ def show_host_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "host": host,
             "coprocs": host.coprocs.all(),
-            "versions": sel.host_version_stats(host),
+            "versions": sel.host_version_stats(host, project),
             "owner": host.account if host.account.show_hosts else None,
         },
     )

@@ -21,10 +21,26 @@ from apps.volunteers.models import Account, passwd_hash
 SESSION_SALT = "cobblestone.account-session"
 
 
+def stats_export_consent_field() -> forms.BooleanField:
+    """BOINC's STATSEXPORT consent, asked in its words, at sign-up and in the preferences."""
+    return forms.BooleanField(
+        label="Do you consent to exporting your data to BOINC statistics aggregation web sites?",
+        required=False,
+        help_text=(
+            "The project's daily statistics files, read by sites such as BOINCstats, then list "
+            "your name, country, web site, team and credit, your computers' credit and hardware, "
+            "and a cross-project id that adds up your credit across BOINC projects. Change it "
+            "any time under Project preferences."
+        ),
+    )
+
+
 class SignupForm(forms.Form):
     name = forms.CharField(label="Name shown to others", max_length=200)
     email = forms.EmailField(label="Email address", max_length=254)
     password = forms.CharField(label="Password", widget=forms.PasswordInput, strip=False)
+    # Ticked on the blank form; an unticked box is absent from the POST and means "no".
+    stats_export_consent = stats_export_consent_field()
 
     def __init__(self, *args: object, min_passwd_length: int, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -77,15 +93,22 @@ def signup(request: HttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
     if project.web_stopped or project.account_creation_disabled:
         return _page(request, project, "signup.html", closed=True)
-    form = SignupForm(request.POST or None, min_passwd_length=project.min_passwd_length)
+    form = SignupForm(
+        request.POST or None,
+        initial={"stats_export_consent": True},
+        min_passwd_length=project.min_passwd_length,
+    )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            # Only a new account takes the box's answer: signing up again with the password
+            # of an existing account logs in, and leaves its choice as set in the preferences.
             account, _ = account_create(
                 project=project,
                 email_addr=data["email"],
                 passwd_hash=passwd_hash(data["password"], data["email"]),
                 user_name=data["name"].strip(),
+                stats_export_consent=data["stats_export_consent"],
             )
         except AccountRpcError as exc:
             form.add_error(*_signup_error(exc))

@@ -131,9 +131,16 @@ def account_key_hash(account: Account) -> str:
 
 
 def account_create(
-    *, project: Project, email_addr: str, passwd_hash: str, user_name: str, team_name: str = ""
+    *,
+    project: Project,
+    email_addr: str,
+    passwd_hash: str,
+    user_name: str,
+    team_name: str = "",
+    stats_export_consent: bool = True,
 ) -> tuple[Account, bool]:
-    """create_account.php: a new account, or the existing one if the hash matches.
+    """create_account.php: a new account, or the existing one if the hash matches (its
+    ``stats_export_consent`` is then left as it is).
 
     Returns (account, created). Errors: -183 web stopped, -208 creation disabled,
     -188 bad user name, -205 bad email, -1 hash not 32 characters, -137 email taken.
@@ -160,7 +167,12 @@ def account_create(
         with transaction.atomic():
             team = Team.objects.filter(project=project, name=team_name.strip()).first() if team_name else None
             account = Account.objects.create(
-                project=project, name=user_name, email_addr=email, passwd_hash=stored_hash, team=team
+                project=project,
+                name=user_name,
+                email_addr=email,
+                passwd_hash=stored_hash,
+                team=team,
+                stats_export_consent=stats_export_consent,
             )
     except IntegrityError:
         # Another request created it between the lookup and the insert.

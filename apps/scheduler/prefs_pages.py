@@ -1,9 +1,11 @@
 """The volunteer's project preferences page (BOINC's prefs.php?subset=project).
 
-Only what this server's scheduler acts on: which processors may run this project's tasks
-(BOINC's no_cpu and no_gpus resource preferences), and "Run test applications?" (BOINC's
+Only what this server acts on: which processors may run this project's tasks (BOINC's
+no_cpu and no_gpus resource preferences), "Run test applications?" (BOINC's
 allow_beta_work), which lets the scheduler send beta app versions and the jobs of beta
-apps to this volunteer.
+apps to this volunteer, and BOINC's two privacy preferences: whether the project's pages
+link the volunteer's computers to them (show_hosts) and whether the statistics export
+lists them (the STATSEXPORT consent).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from apps.projects.models import Project
-from apps.scheduler.account_pages import session_account
+from apps.scheduler.account_pages import session_account, stats_export_consent_field
 from apps.scheduler.services.prefs import account_project_prefs_set
 
 
@@ -28,6 +30,12 @@ class ProjectPrefsForm(forms.Form):
         required=False,
         help_text="Test versions help the project check new applications; their tasks fail more often.",
     )
+    show_hosts = forms.BooleanField(
+        label="Show your computers on this project's web site?",
+        required=False,
+        help_text="When off, your computers are still listed, but not linked to you.",
+    )
+    stats_export_consent = stats_export_consent_field()
 
 
 def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:
@@ -40,6 +48,8 @@ def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:
         "use_cpu": not account.no_cpu,
         "use_gpus": not account.no_gpus,
         "allow_beta_work": account.allow_beta_work,
+        "show_hosts": account.show_hosts,
+        "stats_export_consent": account.stats_export_consent,
     }
     # An unticked box is simply absent: a POST may carry no field at all and still be a choice.
     form = ProjectPrefsForm(request.POST if request.method == "POST" else None, initial=initial)
@@ -50,6 +60,8 @@ def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:
             no_cpu=not data["use_cpu"],
             no_gpus=not data["use_gpus"],
             allow_beta_work=data["allow_beta_work"],
+            show_hosts=data["show_hosts"],
+            stats_export_consent=data["stats_export_consent"],
         )
         messages.success(
             request, "Your preferences are saved; your computers use them from their next request."

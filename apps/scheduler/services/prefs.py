@@ -50,11 +50,27 @@ def global_prefs_exchange(ctx: RpcContext) -> str | None:
 
 
 def account_project_prefs_set(
-    *, account: Account, no_cpu: bool, no_gpus: bool, allow_beta_work: bool
+    *,
+    account: Account,
+    no_cpu: bool | None = None,
+    no_gpus: bool | None = None,
+    allow_beta_work: bool | None = None,
+    show_hosts: bool | None = None,
+    stats_export_consent: bool | None = None,
 ) -> None:
-    """Store the volunteer's project preferences (only these columns: the scheduler and the
-    validator write the same row's credit meanwhile, so a whole-row save could undo theirs)."""
-    Account.objects.filter(pk=account.pk).update(
-        no_cpu=no_cpu, no_gpus=no_gpus, allow_beta_work=allow_beta_work
-    )
-    account.no_cpu, account.no_gpus, account.allow_beta_work = no_cpu, no_gpus, allow_beta_work
+    """Store the volunteer's project and privacy preferences that are given (None: unchanged),
+    and only those columns: the scheduler and the validator write the same row's credit
+    meanwhile, so a whole-row save could undo theirs."""
+    given = {
+        "no_cpu": no_cpu,
+        "no_gpus": no_gpus,
+        "allow_beta_work": allow_beta_work,
+        "show_hosts": show_hosts,
+        "stats_export_consent": stats_export_consent,
+    }
+    changes = {name: value for name, value in given.items() if value is not None}
+    if not changes:
+        return
+    Account.objects.filter(pk=account.pk).update(**changes)
+    for name, value in changes.items():
+        setattr(account, name, value)
