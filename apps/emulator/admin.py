@@ -49,7 +49,7 @@ class ScenarioAdmin(admin.ModelAdmin):
     def run_link(self, obj: Scenario) -> str:
         return format_html('<a href="{}">Run…</a>', reverse("admin:emulator_scenario_run", args=[obj.pk]))
 
-    @admin.action(description="Run under all three policies (v4, v6-gpu, rec)")
+    @admin.action(description="Run under all three policies (v4, v6-gpu, rec)", permissions=["change"])
     def run_all_policies(self, request: HttpRequest, queryset: QuerySet[Scenario]) -> None:
         for scenario in queryset.select_related("project"):
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -18,6 +19,12 @@ FIGURES = ("idle_fraction", "wasted_fraction", "share_violation", "monotony", "r
 
 
 def scenario_run_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the form and the runs asked for (view_scenario). POST: run it, an act on the
+    scenario as the "run under all policies" action is (change_scenario)."""
+    if not request.user.has_perm("emulator.view_scenario"):
+        raise PermissionDenied
+    if request.method == "POST" and not request.user.has_perm("emulator.change_scenario"):
+        raise PermissionDenied
     scenario = get_object_or_404(Scenario.objects.select_related("project"), pk=pk)
     form = RunForm(request.POST or None)
     if request.method == "POST" and form.is_valid():

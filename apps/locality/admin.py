@@ -45,21 +45,25 @@ class LocalityFileAdmin(admin.ModelAdmin):
         ]
         return custom + super().get_urls()
 
-    @admin.action(description="Mark: the generator can make no more work (skip the wait)")
+    @admin.action(
+        description="Mark: the generator can make no more work (skip the wait)", permissions=["change"]
+    )
     def mark_no_work_available(self, request: HttpRequest, queryset: QuerySet[LocalityFile]) -> None:
         count = locality_files_set_no_work_available(
             file_ids=queryset.values_list("id", flat=True), value=True
         )
         self.message_user(request, f"{count} file(s) marked as having no more work.", messages.SUCCESS)
 
-    @admin.action(description="Clear the no-more-work mark")
+    @admin.action(description="Clear the no-more-work mark", permissions=["change"])
     def clear_no_work_available(self, request: HttpRequest, queryset: QuerySet[LocalityFile]) -> None:
         count = locality_files_set_no_work_available(
             file_ids=queryset.values_list("id", flat=True), value=False
         )
         self.message_user(request, f"{count} file(s) cleared.", messages.SUCCESS)
 
-    @admin.action(description="Run the working-set manager for these files' projects now")
+    @admin.action(
+        description="Run the working-set manager for these files' projects now", permissions=["change"]
+    )
     def refresh_working_set(self, request: HttpRequest, queryset: QuerySet[LocalityFile]) -> None:
         now = clock.now()
         for project in Project.objects.filter(id__in=queryset.values("project_id")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -15,6 +16,8 @@ from apps.projects.models import Project
 
 
 def locality_index_view(request: HttpRequest) -> HttpResponse:
+    if not request.user.has_perm("locality.view_localityfile"):
+        raise PermissionDenied
     context = {
         **admin.site.each_context(request),
         "title": "Locality scheduling by project",
@@ -25,6 +28,8 @@ def locality_index_view(request: HttpRequest) -> HttpResponse:
 
 
 def locality_project_view(request: HttpRequest, pk: int) -> HttpResponse:
+    if not request.user.has_perm("locality.view_localityfile"):
+        raise PermissionDenied
     project = get_object_or_404(Project, pk=pk)
     target = working_set_size(
         active_host_count(project=project, now=clock.now()), project_target_nresults(project=project)

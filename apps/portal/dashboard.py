@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -13,6 +14,8 @@ from apps.projects.models import Project
 
 
 def project_dashboard_view(request: HttpRequest, pk: int) -> HttpResponse:
+    if not request.user.has_perm("projects.view_project"):
+        raise PermissionDenied
     project = get_object_or_404(Project, pk=pk)
     context = {
         **admin.site.each_context(request),

@@ -91,7 +91,10 @@ class WorkunitAdmin(admin.ModelAdmin):
         view = self.admin_site.admin_view(create_work_view)
         return [path("create-work/", view, name="work_workunit_create_work"), *super().get_urls()]
 
-    @admin.action(description="Cancel the selected workunits (unsent results are withdrawn, hosts abort)")
+    @admin.action(
+        description="Cancel the selected workunits (unsent results are withdrawn, hosts abort)",
+        permissions=["change"],
+    )
     def cancel(self, request: HttpRequest, queryset: QuerySet[Workunit]) -> None:
         n = services.workunit_cancel(workunit_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"{n} workunit(s) cancelled.", messages.SUCCESS)
@@ -311,17 +314,20 @@ class WorkSequenceAdmin(admin.ModelAdmin):
             return "-"
         return timesince(obj.last_progress_time, clock.now())
 
-    @admin.action(description="Deassign (relocate from the last restartable state)")
+    @admin.action(description="Deassign (relocate from the last restartable state)", permissions=["change"])
     def deassign(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
         n = sequences.sequence_deassign_many(sequence_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"{n} sequence(s) deassigned; the next host restarts from the checkpoint.")
 
-    @admin.action(description="End the selected sequences (hosts are told on their next request)")
+    @admin.action(
+        description="End the selected sequences (hosts are told on their next request)",
+        permissions=["change"],
+    )
     def end(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
         n = sequences.sequence_end_many(sequence_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"{n} sequence(s) ended.", messages.SUCCESS)
 
-    @admin.action(description=f"Extend open-ended sequences by {EXTEND_BY} steps")
+    @admin.action(description=f"Extend open-ended sequences by {EXTEND_BY} steps", permissions=["change"])
     def extend(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
         n = sum(
             sequences.sequence_extend(sequence_id=i, n_steps=EXTEND_BY)
@@ -329,7 +335,9 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         )
         self.message_user(request, f"{n} step(s) added.", messages.SUCCESS)
 
-    @admin.action(description="Refresh progress now (as the sequence-deadline daemon does)")
+    @admin.action(
+        description="Refresh progress now (as the sequence-deadline daemon does)", permissions=["change"]
+    )
     def refresh(self, request: HttpRequest, queryset: QuerySet[WorkSequence]) -> None:
         now = clock.now()
         n = sum(

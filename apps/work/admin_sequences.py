@@ -7,18 +7,24 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from apps.applications.models import App
+from apps.work.admin_views import ProjectAppChoiceField
 from apps.work.models import WorkSequence
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError
 from apps.work.services.sequences import SequenceSpec, sequence_create
 
 
 class SequenceCreateForm(forms.Form):
-    app = forms.ModelChoiceField(queryset=App.objects.select_related("project").filter(deprecated=False))
+    app = ProjectAppChoiceField(
+        queryset=App.objects.select_related("project")
+        .filter(deprecated=False)
+        .order_by("project__slug", "name")
+    )
     name = forms.CharField(max_length=200, help_text="Steps are named NAME_s0, NAME_s1, ...")
     length = forms.IntegerField(
         min_value=1, required=False, help_text="Number of steps; empty for an open-ended sequence"
@@ -69,7 +75,7 @@ def _spec(data: dict, first_inputs: tuple[InputSpec, ...]) -> SequenceSpec:  # t
 
 def sequence_create_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:  # type: ignore[type-arg]
     if not model_admin.has_add_permission(request):
-        return HttpResponse(status=403)
+        raise PermissionDenied
     form = SequenceCreateForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -92,7 +98,10 @@ def sequence_create_view(request: HttpRequest, model_admin: admin.ModelAdmin) ->
                 messages.success(
                     request, f"Created sequence {seq.name} with {seq.workunits.count()} step(s)."
                 )
-                return HttpResponseRedirect(reverse("admin:work_worksequence_change", args=[seq.pk]))
+                # A login that may add but not see sequences goes to the index, as on Django's add pages.
+                if model_admin.has_view_or_change_permission(request, seq):
+                    return HttpResponseRedirect(reverse("admin:work_worksequence_change", args=[seq.pk]))
+                return HttpResponseRedirect(reverse("admin:index"))
     context = {
         **model_admin.admin_site.each_context(request),
         "title": "Create a work sequence",

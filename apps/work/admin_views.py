@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -16,8 +17,24 @@ from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
 
 
+def app_label(app: App) -> str:
+    """An app as "project / app", as create_work's --project and --appname name it."""
+    return f"{app.project.slug} / {app.name}"
+
+
+class ProjectAppChoiceField(forms.ModelChoiceField):
+    """Apps as "project / app": every project may have its own "sim"."""
+
+    def label_from_instance(self, obj: App) -> str:  # type: ignore[override]
+        return app_label(obj)
+
+
 class CreateWorkForm(forms.Form):
-    app = forms.ModelChoiceField(queryset=App.objects.select_related("project").filter(deprecated=False))
+    app = ProjectAppChoiceField(
+        queryset=App.objects.select_related("project")
+        .filter(deprecated=False)
+        .order_by("project__slug", "name")
+    )
     name_prefix = forms.CharField(max_length=100, help_text="Workunits are named PREFIX_0, PREFIX_1, ...")
     count = forms.IntegerField(min_value=1, max_value=10000, initial=1)
     input_file = forms.FileField(required=False, help_text="Optional input file shared by the jobs")
@@ -35,6 +52,9 @@ class CreateWorkForm(forms.Form):
 
 
 def create_work_view(request: HttpRequest) -> HttpResponse:
+    # The page is only a creation form, so showing it needs add_ too, as Django's add pages do.
+    if not request.user.has_perm("work.add_workunit"):
+        raise PermissionDenied
     form = CreateWorkForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -69,8 +89,8 @@ def create_work_view(request: HttpRequest) -> HttpResponse:
             except WorkError as exc:
                 form.add_error(None, str(exc))
             else:
-                messages.success(request, f"Created {len(created)} workunit(s) for {data['app']}.")
-                return HttpResponseRedirect(reverse("admin:work_workunit_changelist"))
+                messages.success(request, f"Created {len(created)} workunit(s) for {app_label(data['app'])}.")
+                return HttpResponseRedirect(_after_create(request))
     context = {
         **admin.site.each_context(request),
         "title": "Create work",
@@ -78,3 +98,11 @@ def create_work_view(request: HttpRequest) -> HttpResponse:
         "opts": Workunit._meta,
     }
     return TemplateResponse(request, "admin/work/workunit/create_work.html", context)
+
+
+def _after_create(request: HttpRequest) -> str:
+    """The workunit list, or the admin index for a login that may add workunits but not see
+    them (the list would answer 403), as Django's own add page does."""
+    if request.user.has_perm("work.view_workunit") or request.user.has_perm("work.change_workunit"):
+        return reverse("admin:work_workunit_changelist")
+    return reverse("admin:index")
