@@ -173,7 +173,7 @@ class AppVersionAdmin(admin.ModelAdmin):
     inlines = [AppFileInline]
     actions = ["deprecate"]
 
-    @admin.action(description="Deprecate the selected app versions (no new jobs)")
+    @admin.action(description="Deprecate the selected app versions (no new jobs)", permissions=["change"])
     def deprecate(self, request: HttpRequest, queryset: QuerySet[AppVersion]) -> None:
         n = services.app_version_deprecate(app_version_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"{n} app version(s) deprecated.", messages.SUCCESS)

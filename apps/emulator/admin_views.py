@@ -46,6 +46,7 @@ def scenario_run_view(request: HttpRequest, pk: int) -> HttpResponse:
         "title": f"Run scenario: {scenario.name}",
         "scenario": scenario,
         "form": form,
+        "can_run": request.user.has_perm("emulator.change_scenario"),
         "runs": shown,
         "charts": [(run, mark_safe(run.chart_svg)) for run in shown],  # our own SVG: texts escaped
         "comparison": comparison_rows(shown),

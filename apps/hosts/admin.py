@@ -112,7 +112,7 @@ class HostAppVersionAdmin(admin.ModelAdmin):
         # By the host_id index; the default search casts every row's host id to text.
         return indexed_search(queryset, search_term, names=(), numbers=("host_id",)), False
 
-    @admin.action(description="Reset scale probation (host scaling allowed again)")
+    @admin.action(description="Reset scale probation (host scaling allowed again)", permissions=["change"])
     def reset_probation(self, request: HttpRequest, queryset: QuerySet[HostAppVersion]) -> None:
         n = services.host_app_version_reset_probation(ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"Probation reset on {n} record(s).", messages.SUCCESS)

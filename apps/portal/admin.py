@@ -147,7 +147,7 @@ class ProjectAdmin(admin.ModelAdmin):
         else:
             project_save_new(project=obj)  # the same key pairs and data areas as make_project
 
-    @admin.action(description="Pause all periodic daemons of the selected projects")
+    @admin.action(description="Pause all periodic daemons of the selected projects", permissions=["change"])
     def pause_daemons(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
         n = project_daemons_set_paused(
             project_ids=list(queryset.values_list("id", flat=True)),
@@ -156,7 +156,7 @@ class ProjectAdmin(admin.ModelAdmin):
         )
         self.message_user(request, f"Periodic daemons paused for {n} project(s).", messages.SUCCESS)
 
-    @admin.action(description="Resume all periodic daemons of the selected projects")
+    @admin.action(description="Resume all periodic daemons of the selected projects", permissions=["change"])
     def resume_daemons(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
         n = project_daemons_set_paused(
             project_ids=list(queryset.values_list("id", flat=True)),

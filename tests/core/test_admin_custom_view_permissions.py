@@ -293,6 +293,9 @@ ACTIONS = [
         {"mark_no_work_available", "clear_no_work_available", "refresh_working_set"},
     ),
     ("emulator", "scenario", {"run_all_policies"}),
+    ("projects", "project", {"pause_daemons", "resume_daemons"}),
+    ("applications", "appversion", {"deprecate"}),
+    ("hosts", "hostappversion", {"reset_probation"}),
 ]
 
 
@@ -314,3 +317,21 @@ def test_end_sequence_action_with_change_permission_ends(client, project):
     )
     seq.refresh_from_db()
     assert seq.state == SequenceState.ENDED
+
+
+def test_a_view_only_login_sees_no_create_work_link(client, project):
+    page = staff(client, "view_workunit").get("/admin/work/workunit/")
+    assert page.status_code == 200
+    assert CREATE_WORK not in page.content.decode()
+
+
+def test_an_adding_login_sees_the_create_work_link(client, project):
+    page = staff(client, "view_workunit", "add_workunit").get("/admin/work/workunit/")
+    assert CREATE_WORK in page.content.decode()
+
+
+def test_a_view_only_login_sees_no_run_form(client, scenario):
+    page = staff(client, "view_scenario").get(f"/admin/emulator/scenario/{scenario.pk}/run/")
+    assert page.status_code == 200
+    assert "emulation-run-form" not in page.content.decode()
+    assert "needs the permission to change scenarios" in page.content.decode()
