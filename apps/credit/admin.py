@@ -91,6 +91,13 @@ def _probation_url(app: App) -> str:
 def _recompute(model_admin: admin.ModelAdmin, request: HttpRequest, app: App) -> None:
     outcome = app_credit_recompute(app_id=app.pk, now=clock.now())
     cross = outcome.cross_project
+    if cross is None:
+        text = (
+            f"Factors not refreshed: another cross-project pass is running. "
+            f"{outcome.rows_changed} row(s) of {app.name} changed with the stored factors."
+        )
+        model_admin.message_user(request, text, messages.WARNING)
+        return
     text = (
         f"Recomputed: {len(cross.plan_classes)} plan-class factor(s) from {cross.rows} version rows "
         f"({cross.sources_failed} source(s) failed); {outcome.rows_changed} row(s) of {app.name} changed."

@@ -25,7 +25,7 @@ from apps.credit.domain.cross_project import PlanClassScale as PlanClassScaleVal
 from apps.credit.models import PlanClassScale, ScaleSource
 from apps.credit.selectors import app_version_scales_local, gpu_only_app_ids
 from apps.credit.services import credit_normalize_app
-from apps.projects.services import DaemonPass, projects_active_for
+from apps.projects.services import DaemonPass, daemon_lock, projects_active_for
 from apps.protocol.errors import ProtocolError
 from apps.protocol.scales_xml import MAX_EXPORT_BYTES, AppVersionScale, parse_scales
 
@@ -193,9 +193,28 @@ def cross_project_normalize(
     )
 
 
+LOCK = "credit.cross_project"
+SKIPPED = "skipped: another cross-project pass is running"
+
+
+def cross_project_pass_locked(run: Callable[[], DaemonPass]) -> DaemonPass:
+    """``run`` one cross-project pass, unless another one (this task on any worker, or the
+    ``cross_project_normalize`` command) is running: then nothing, with a note saying so.
+
+    Two passes that read different data (a source down for one, a ``--local-only`` run,
+    an app deprecated in between) rewrite PlanClassScale rows in crossing orders and
+    PostgreSQL aborts one as a deadlock victim; the one that steps aside loses nothing,
+    since the running pass writes fresh factors.
+    """
+    with daemon_lock(LOCK) as held:
+        if not held:
+            return DaemonPass(message=SKIPPED)
+        return run()
+
+
 @dataclass(frozen=True, slots=True)
 class RecomputeOutcome:
-    cross_project: CrossProjectOutcome
+    cross_project: CrossProjectOutcome | None  # None: another pass was running, factors as stored
     rows_changed: int
 
 
@@ -205,7 +224,9 @@ def app_credit_recompute(*, app_id: int, now: datetime, fetch: Fetch = fetch_exp
     ``rows_changed`` counts the app's rows changed by either step (a GPU-only app is
     already normalized by the cross-project pass; the second step then changes nothing).
     """
-    cross = cross_project_normalize(now=now, fetch=fetch)
+    with daemon_lock(LOCK) as held:
+        cross = cross_project_normalize(now=now, fetch=fetch) if held else None
     changed = credit_normalize_app(app_id=app_id)
-    changed += sum(n for a, n in cross.normalized if a == app_id)
+    if cross is not None:
+        changed += sum(n for a, n in cross.normalized if a == app_id)
     return RecomputeOutcome(cross_project=cross, rows_changed=changed)

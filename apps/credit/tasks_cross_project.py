@@ -11,7 +11,7 @@ import logging
 from celery import shared_task
 
 from apps.core import clock
-from apps.credit.cross_project_services import DAEMON, cross_project_normalize
+from apps.credit.cross_project_services import DAEMON, cross_project_normalize, cross_project_pass_locked
 from apps.projects.services import daemon_pass_run
 from boincproj.celery import beat_expires
 
@@ -26,7 +26,9 @@ logger = logging.getLogger(__name__)
 )
 def cross_project_task() -> dict[str, int]:
     outcome = daemon_pass_run(
-        project=None, daemon=DAEMON, run=lambda: cross_project_normalize(now=clock.now()).daemon_pass()
+        project=None,
+        daemon=DAEMON,
+        run=lambda: cross_project_pass_locked(lambda: cross_project_normalize(now=clock.now()).daemon_pass()),
     )
     logger.info("cross_project: %s", outcome.message)
     return {"items": outcome.items, "errors": outcome.errors}

@@ -52,3 +52,8 @@ def test_clock_going_backwards_counts_as_no_time():
 
 def test_decay_before_any_update_keeps_the_average():
     assert decay_rac(0.0, 0.0, T0) == (0.0, T0)
+
+
+def test_decay_to_a_time_before_the_last_update_keeps_the_newer_average():
+    # update_stats took its time, then a validator granted credit before the row's turn came.
+    assert decay_rac(10.0, T0 + 60, T0) == (10.0, T0 + 60)

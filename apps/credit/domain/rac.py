@@ -50,5 +50,11 @@ def update_rac(
 def decay_rac(
     avg: float, avg_time: float, now: float, *, half_life: float = CREDIT_HALF_LIFE
 ) -> tuple[float, float]:
-    """RAC decayed to ``now`` with no new work (BOINC's update_stats does this daily)."""
+    """RAC decayed to ``now`` with no new work (BOINC's update_stats does this daily).
+
+    An average already updated after ``now`` (credit granted since update_stats took its
+    time) is newer than the decay: it keeps its time, which the next grant decays from.
+    """
+    if avg_time > now:
+        return avg, avg_time
     return update_rac(avg, avg_time, 0.0, now, half_life=half_life)

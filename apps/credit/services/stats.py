@@ -47,39 +47,42 @@ def _decay_all(model: type[Host | Account | Team], project: Project, now: float,
 
 
 def _history_all(project: Project, now: datetime, batch: int) -> int:
+    """The day's CreditHistory row of every user and team with credit, from their totals.
+
+    Each chunk of owners is read with SELECT ... FOR UPDATE in the transaction that writes
+    their rows, in id order as the validator locks them (apps.credit.services; users and
+    teams in separate transactions, so no account is locked while a team is awaited). A
+    grant to an owner then either commits first and is read here, or waits and writes the
+    day's row itself afterwards: the row never falls behind the totals. The rows are
+    written by one upsert, so a pass the same day (or an overlapping one) updates them.
+    """
     day = now.date()
     count = 0
     for owner_field, model in (("account", Account), ("team", Team)):
         last_id = 0
         while True:
-            chunk = list(
-                model.objects.filter(project=project, id__gt=last_id, total_credit__gt=0).order_by("id")[
-                    :batch
-                ]
-            )
             with transaction.atomic():
-                existing = {
-                    getattr(h, f"{owner_field}_id"): h
-                    for h in CreditHistory.objects.filter(**{f"{owner_field}__in": chunk, "day": day})
-                }
-                new, old = [], []
-                for owner in chunk:
-                    h = existing.get(owner.id)
-                    if h is None:
-                        new.append(
-                            CreditHistory(
-                                project=project,
-                                day=day,
-                                total_credit=owner.total_credit,
-                                expavg_credit=owner.expavg_credit,
-                                **{owner_field: owner},
-                            )
+                chunk = list(
+                    model.objects.select_for_update()
+                    .filter(project=project, id__gt=last_id, total_credit__gt=0)
+                    .only("id", "total_credit", "expavg_credit")
+                    .order_by("id")[:batch]
+                )
+                CreditHistory.objects.bulk_create(
+                    [
+                        CreditHistory(
+                            project=project,
+                            day=day,
+                            total_credit=owner.total_credit,
+                            expavg_credit=owner.expavg_credit,
+                            **{f"{owner_field}_id": owner.id},
                         )
-                    else:
-                        h.total_credit, h.expavg_credit = owner.total_credit, owner.expavg_credit
-                        old.append(h)
-                CreditHistory.objects.bulk_create(new)
-                CreditHistory.objects.bulk_update(old, ["total_credit", "expavg_credit"])
+                        for owner in chunk
+                    ],
+                    update_conflicts=True,
+                    unique_fields=[owner_field, "day"],
+                    update_fields=["total_credit", "expavg_credit"],
+                )
             count += len(chunk)
             if len(chunk) < batch:
                 break

@@ -1,7 +1,8 @@
 """Cross-project normalization (seed 003) from the command line: the same pass as the
 periodic task ``credit.cross_project``, recorded as a DaemonRun "cross_project".
 
-Prints the per-plan-class factors it stored and the GPU-only apps it normalized.
+Prints the per-plan-class factors it stored and the GPU-only apps it normalized, or that it
+skipped because another pass is running.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core import clock
-from apps.credit.cross_project_services import DAEMON, CrossProjectOutcome, cross_project_normalize
+from apps.credit.cross_project_services import (
+    DAEMON,
+    CrossProjectOutcome,
+    cross_project_normalize,
+    cross_project_pass_locked,
+)
 from apps.projects.services import DaemonPass, daemon_pass_run
 
 
@@ -31,9 +37,12 @@ class Command(BaseCommand):
             outcomes.append(outcome)
             return outcome.daemon_pass()
 
-        result = daemon_pass_run(project=None, daemon=DAEMON, run=run)
-        if not outcomes:
+        result = daemon_pass_run(project=None, daemon=DAEMON, run=lambda: cross_project_pass_locked(run))
+        if not outcomes and result.errors:
             raise CommandError(f"failed: {result.message}")
+        if not outcomes:
+            self.stdout.write(result.message)
+            return
         outcome = outcomes[0]
         for scale in outcome.plan_classes:
             self.stdout.write(

@@ -1,0 +1,60 @@
+"""update_stats' daily credit history: one row per user and team and day, holding their totals."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from apps.credit.services import credit_update_stats
+from apps.volunteers.models import Account, CreditHistory, Team
+from tests.factories import AccountFactory, ProjectFactory, TeamFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def team():  # type: ignore[no-untyped-def]
+    return TeamFactory(project=ProjectFactory(), total_credit=300.0, expavg_credit=30.0)
+
+
+@pytest.fixture
+def account(team, now):  # type: ignore[no-untyped-def]
+    return AccountFactory(
+        project=team.project,
+        team=team,
+        total_credit=100.0,
+        expavg_credit=10.0,
+        expavg_time=(now - timedelta(days=1)).timestamp(),
+    )
+
+
+def test_the_days_history_holds_each_users_and_teams_totals(account, team, now):
+    credit_update_stats(project=account.project, now=now)
+
+    account = Account.objects.get(id=account.id)
+    user_row = CreditHistory.objects.get(account=account, day=now.date())
+    team_row = CreditHistory.objects.get(team=team, day=now.date())
+    assert (user_row.total_credit, user_row.expavg_credit) == (100.0, account.expavg_credit)
+    assert (team_row.total_credit, team_row.expavg_credit) == (300.0, 30.0)
+
+
+def test_a_second_pass_the_same_day_updates_the_days_row(account, team, now):
+    credit_update_stats(project=account.project, now=now)
+    Account.objects.filter(id=account.id).update(total_credit=150.0)
+    Team.objects.filter(id=team.id).update(total_credit=350.0)
+
+    credit_update_stats(project=account.project, now=now + timedelta(hours=1))
+
+    assert list(CreditHistory.objects.filter(account=account).values_list("day", "total_credit")) == [
+        (now.date(), 150.0)
+    ]
+    assert list(CreditHistory.objects.filter(team=team).values_list("day", "total_credit")) == [
+        (now.date(), 350.0)
+    ]
+
+
+def test_users_without_credit_get_no_history(now):
+    account = AccountFactory(total_credit=0.0)
+    assert credit_update_stats(project=account.project, now=now).items == 0
+    assert not CreditHistory.objects.exists()

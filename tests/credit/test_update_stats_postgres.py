@@ -1,0 +1,122 @@
+"""update_stats and a validator granting credit at the same moment, on PostgreSQL.
+
+update_stats writes each user's and team's row of the day's credit history from their
+totals. A grant that commits while it does so must not leave that row behind the totals:
+the test stops update_stats right after it has read a user's totals, lets a grant to that
+user start, then lets both go on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections, transaction
+
+from apps.credit.services import CreditJob, CreditWorkunit, credit_grant, credit_update_stats
+from apps.volunteers.models import Account, CreditHistory
+from tests.factories import AccountFactory, AppFactory, AppVersionFactory, HostFactory, ProjectFactory
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres,
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writer at a time"),
+]
+
+
+def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target()
+        except BaseException as exc:  # surfaced by the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+def waiting_on_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("earlier_grant_today", [True, False], ids=["history-row-exists", "first-of-day"])
+def test_a_grant_during_update_stats_leaves_the_days_history_equal_to_the_users_total(
+    earlier_grant_today, now
+):
+    project = ProjectFactory()
+    app = AppFactory(project=project)
+    version = AppVersionFactory(app=app)
+    account = AccountFactory(
+        project=project, total_credit=100.0, expavg_credit=10.0, expavg_time=now.timestamp() - 3600
+    )
+    host = HostFactory(account=account)
+    if earlier_grant_today:
+        CreditHistory.objects.create(
+            project=project, account=account, day=now.date(), total_credit=100.0, expavg_credit=10.0
+        )
+    job = CreditJob(
+        result_id=1,
+        host_id=host.id,
+        account_id=account.id,
+        app_version_id=version.id,
+        anonymous_proc_type="",
+        elapsed_time=300,
+        flops_estimate=1e9,
+        sent_time=now.timestamp() - 600,
+        received_time=now.timestamp(),
+    )
+    workunit = CreditWorkunit(
+        app_id=app.id, fpops_est=1e12, fpops_bound=1e14, delay_bound=86400, canonical_granted_credit=50.0
+    )
+    owners_read, go_on, granted, release = (threading.Event() for _ in range(4))
+
+    def pause_after_reading_the_users(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        result = execute(sql, params, many, context)
+        if not owners_read.is_set() and '"volunteers_account"."total_credit" >' in sql:
+            owners_read.set()
+            assert go_on.wait(20), "the test never let update_stats go on"
+        return result
+
+    def update_stats() -> None:
+        with connection.execute_wrapper(pause_after_reading_the_users):
+            credit_update_stats(project=project, now=now)
+
+    def grant() -> None:
+        with transaction.atomic():
+            credit_grant(workunit=workunit, jobs=[job], now=now + timedelta(minutes=1))
+            granted.set()
+            assert release.wait(20), "the test never let the grant commit"
+
+    stats, stats_errors = in_thread(update_stats)
+    assert owners_read.wait(20), "update_stats never read the users"
+    validator, grant_errors = in_thread(grant)
+    wait_for(lambda: granted.is_set() or waiting_on_a_lock())
+    go_on.set()
+    release.set()
+    stats.join(30)
+    validator.join(30)
+
+    assert (stats_errors, grant_errors) == ([], [])
+    account = Account.objects.get(id=account.id)
+    assert account.total_credit == 150.0
+    history = CreditHistory.objects.get(account=account, day=now.date())
+    assert (history.total_credit, history.expavg_credit) == (150.0, account.expavg_credit)
