@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.validators import MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.module_loading import import_string
 
+from apps.applications.domain.job_bounds import MAX_DELAY_BOUND, job_bounds_problems
 from apps.core.averages import AverageColumns, average_columns
 from apps.core.domain.resources import ProcType
 
@@ -40,7 +43,11 @@ class App(models.Model):
     max_error_results = models.PositiveIntegerField(default=3)
     max_total_results = models.PositiveIntegerField(default=10)
     max_success_results = models.PositiveIntegerField(default=6)
-    delay_bound = models.FloatField(default=7 * 86400, validators=[MinValueValidator(1)], help_text="Seconds")
+    delay_bound = models.FloatField(
+        default=7 * 86400,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_DELAY_BOUND)],
+        help_text="Seconds",
+    )
 
     # Seed 003 app fields.
     min_avg_pfc = models.FloatField(default=0, help_text="0 = not defined yet (set by the feeder)")
@@ -115,6 +122,56 @@ class App(models.Model):
 
     def __str__(self) -> str:
         return self.user_friendly_name or self.name
+
+    def clean(self) -> None:
+        """Refuse job defaults that every later create_work would refuse (the same rules, from
+        the same function) and hooks that do not import. Non-field errors: a form showing only
+        some of these fields must still show them."""
+        errors = [
+            problem.message
+            for problem in job_bounds_problems({f: getattr(self, f) for f in JOB_DEFAULT_FIELDS})
+            if not any(self._fails_own_validators(f) for f in problem.fields)
+        ]
+        for field in ("assimilator", "sequence_hook"):
+            message = hook_import_problem(getattr(self, field))
+            if message:
+                errors.append(f"{field}: {message}")
+        if errors:
+            raise ValidationError(errors)
+
+    def _fails_own_validators(self, field: str) -> bool:
+        """A value its field's validators refuse is reported by clean_fields already."""
+        try:
+            self._meta.get_field(field).run_validators(getattr(self, field))
+        except ValidationError:
+            return True
+        return False
+
+
+# The App fields create_work takes as a job's defaults (apps.work.services.create._resolve).
+JOB_DEFAULT_FIELDS = (
+    "min_quorum",
+    "target_nresults",
+    "max_error_results",
+    "max_total_results",
+    "max_success_results",
+    "delay_bound",
+)
+
+
+def hook_import_problem(dotted_path: str) -> str | None:
+    """Why a hook path (App.assimilator, App.sequence_hook) would not load, or None. Loaded as
+    the assimilator and the sequence service load them (django's import_string), here at
+    save time instead of at the first validated workunit."""
+    if not dotted_path:
+        return None
+    try:
+        hook = import_string(dotted_path)
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        return f"cannot import {dotted_path!r} ({exc})"
+    if not callable(hook):
+        return f"{dotted_path!r} is not a function"
+    return None
 
 
 class PlanClass(models.Model):

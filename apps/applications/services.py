@@ -7,7 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 
 from apps.applications.domain.plan_classes import BUILTIN_PLAN_CLASSES, PlanClassSpec
@@ -44,7 +44,12 @@ def app_create(*, project: Project, name: str, **fields: object) -> App:
     try:
         app.full_clean()
     except ValidationError as exc:
-        raise AppError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+        raise AppError(
+            "; ".join(
+                " ".join(v) if k == NON_FIELD_ERRORS else f"{k}: {' '.join(v)}"
+                for k, v in exc.message_dict.items()
+            )
+        ) from exc
     app.save()
     return app
 

@@ -106,3 +106,20 @@ def test_a_lost_task_no_longer_needed_is_timed_out_instead(project, account, cpu
     lost.refresh_from_db()
     grace = timedelta(seconds=project.report_grace_period)
     assert lost.report_deadline + grace < clock.now()  # the transitioner's next pass times it out
+
+
+def test_a_lost_task_whose_bound_was_edited_past_any_date_is_resent_by_its_old_deadline(
+    project, account, cpu_app
+):
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app)
+    old_deadline = Result.objects.get(name=name).report_deadline
+    Workunit.objects.filter(name=name.rsplit("_", 1)[0]).update(delay_bound=1e300)
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    assert [r.name for r in reply.results] == [name]
+    assert any(f"Resent lost result {name}" in m.text for m in reply.messages)
+    assert Result.objects.get(name=name).report_deadline <= old_deadline + timedelta(seconds=1)

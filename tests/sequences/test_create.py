@@ -84,8 +84,9 @@ def test_outputs_are_classified_per_step(project, cpu_app, now):
 def test_duplicate_sequence_name_is_refused(project, cpu_app, now):
     spec = SequenceSpec(name="dup", job=step_job(), max_result_time=DAY, length=2)
     sequence_create(project=project, app=cpu_app, spec=spec, now=now)
-    with pytest.raises(WorkError, match="already exists"):
+    with pytest.raises(WorkError) as caught:
         sequence_create(project=project, app=cpu_app, spec=spec, now=now)
+    assert str(caught.value) == "a sequence named 'dup' already exists in this project"
     assert WorkSequence.objects.count() == 1
 
 
@@ -276,3 +277,25 @@ def test_api_filters_sequences_by_app_name(admin_client, project, cpu_app):
 
 def test_api_is_for_admins_only(client, project):
     assert client.get(f"/api/v1/projects/{project.slug}/sequences/").status_code in (401, 403)
+
+
+def test_api_sequences_of_an_unknown_project_are_a_404(admin_client, project):
+    response = admin_client.get("/api/v1/projects/nosuch/sequences/")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "no such project"}
+
+
+def test_api_refuses_a_max_result_time_past_the_cap_naming_the_field(admin_client, project, cpu_app):
+    body = {
+        "name": "forever",
+        "appname": "cpuapp",
+        "max_result_time": 1e300,
+        "step": {},
+        "outputs": [{"open_name": "state", "max_nbytes": 1000, "state": True}],
+    }
+    response = admin_client.post(
+        f"/api/v1/projects/{project.slug}/sequences/", body, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert list(response.json()) == ["max_result_time"]
+    assert not WorkSequence.objects.exists()

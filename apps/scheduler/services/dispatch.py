@@ -9,6 +9,7 @@ mode), so RPCs run one at a time and stay correct.
 
 from __future__ import annotations
 
+import logging
 import math
 from datetime import timedelta
 
@@ -40,6 +41,8 @@ from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
 from apps.work.services.rows import results_with_workunits
 from apps.work.services.transitioner import transition_times_lower
+
+logger = logging.getLogger(__name__)
 
 # The columns a send sets on a result (the rest of the row stays as work creation wrote it).
 SEND_FIELDS = (
@@ -96,6 +99,18 @@ WINDOW_STEPS = (2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64
 # The smallest rsc_fpops_est seen in each app's last candidate window, in this process:
 # the typical job the next request is sized with. Only the window size depends on it.
 _typical_fpops: dict[int, float] = {}
+
+# A delay bound past this gives no deadline the server can work with (datetime ends at year
+# 9999, and the deadline plus a grace period must still be a date): such a job is not sent.
+# Work creation caps delay_bound far lower (MAX_DELAY_BOUND); only rows written before that
+# cap, or by hand, come near it.
+MAX_SEND_DELAY_BOUND = 1e10  # about 317 years
+
+
+def delay_bound_sendable(delay_bound: float) -> bool:
+    """Whether now + ``delay_bound`` is a deadline (False for NaN, infinities, absurd sizes)."""
+    return abs(delay_bound) <= MAX_SEND_DELAY_BOUND
+
 
 IN_PROGRESS_LIMIT_MESSAGE = "This computer has reached a limit on tasks in progress"
 INFEASIBLE_MESSAGES = {
@@ -200,8 +215,7 @@ class Dispatcher:
                 disk_used=self.disk_used,
             )
             if why is None:
-                self.send(result, option, est_dur)
-                return True
+                return self.send(result, option, est_dur)
             self.ctx.no_work_reason(INFEASIBLE_MESSAGES[why])
             if why is not Infeasible.DEADLINE:
                 return False  # memory and disk are the host's, whichever version runs it
@@ -219,14 +233,25 @@ class Dispatcher:
         *,
         delay_bound: float | None = None,
         resend: bool = False,
-    ) -> None:
+    ) -> bool:
         """Add ``result`` to the reply; its deadline is ``delay_bound`` (default the
         workunit's) from now. A ``resend`` of a lost result is not a new job for the host:
-        it does not count again against its daily quota or in-progress limits."""
+        it does not count again against its daily quota or in-progress limits.
+
+        False, and nothing changed, when the delay bound gives no deadline: that one job is
+        skipped (and logged) and the RPC goes on with others."""
         ctx, host = self.ctx, self.ctx.host
         assert host is not None
         wu = result.workunit
         delay_bound = wu.delay_bound if delay_bound is None else delay_bound
+        if not delay_bound_sendable(delay_bound):
+            logger.warning(
+                "scheduler %s: result %s not sent: delay bound %r s gives no deadline",
+                ctx.project.slug,
+                result.name,
+                delay_bound,
+            )
+            return False
         result.server_state = ServerState.IN_PROGRESS
         result.host = host
         result.account = ctx.account
@@ -267,6 +292,7 @@ class Dispatcher:
         ctx.sent.append(
             SentJob(result=result, option=option, est_dur=est_dur, projected_flops=option.projected_flops)
         )
+        return True
 
     def _count_on_host_app_version(self, option: VersionOption, delay_bound: float) -> None:
         """n_jobs_today += 1, and start the probation clock (seed 003 cherry picking)."""

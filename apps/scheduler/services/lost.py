@@ -105,7 +105,8 @@ def _resend_one(dispatcher: Dispatcher, result: Result) -> bool:
         _expire(ctx, result)
         ctx.message(f"Didn't resend lost result {result.name} (expired)", notice=True)
         return False
-    dispatcher.send(result, option, est_dur, delay_bound=delay, resend=True)
+    if not dispatcher.send(result, option, est_dur, delay_bound=delay, resend=True):
+        return False  # no deadline for it (logged): it stays in progress and times out
     ctx.message(f"Resent lost result {result.name}", notice=True)
     return True
 
@@ -117,8 +118,8 @@ def _new_delay(result: Result, ctx: RpcContext) -> float:
     sent = result.sent_time or now
     deadline = now + RESEND_FRAC * (old_deadline - sent)
     deadline = max(deadline, old_deadline)
-    deadline = min(deadline, now + timedelta(seconds=result.workunit.delay_bound))
-    return max((deadline - now).total_seconds(), 0.0)
+    # In seconds: now plus an absurd delay_bound (edited in by hand) would overflow a datetime.
+    return max(min((deadline - now).total_seconds(), result.workunit.delay_bound), 0.0)
 
 
 def _expire(ctx: RpcContext, result: Result) -> None:

@@ -27,10 +27,10 @@ two hosts never get the same sequence.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import timedelta
 
 from django.db.models import F, Q
 
@@ -39,7 +39,7 @@ from apps.credit.domain.runtime import estimated_duration
 from apps.scheduler.domain.policy import VersionOption, WorkNeed, job_infeasible
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
-from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits
+from apps.scheduler.services.dispatch import Dispatcher, delay_bound_sendable, in_progress_limits
 from apps.scheduler.services.versions import HostVersions
 from apps.work.domain.sequences import (
     SequenceSnapshot,
@@ -54,6 +54,8 @@ from apps.work.services.sequence_replica_check import sibling_host_ids
 from apps.work.services.sequence_rows import Chain, chain_load, head_get, head_save, heads_locked
 from apps.work.services.sequence_steps import default_delay_bound
 from apps.work.services.sequences import sequence_relocate
+
+logger = logging.getLogger(__name__)
 
 CANDIDATE_WINDOW = 20
 TOO_SLOW = "This computer is not fast enough for the project's work sequences (maximum result time)"
@@ -305,7 +307,8 @@ def _send_steps(dispatcher: Dispatcher, seq: WorkSequence) -> int:
         result.workunit = wu
         queued += 1
         delay_bound = max(wu.delay_bound, queued * head.max_result_time)
-        dispatcher.send(result, option, _estimate(dispatcher, wu, option), delay_bound=delay_bound)
+        if not dispatcher.send(result, option, _estimate(dispatcher, wu, option), delay_bound=delay_bound):
+            break  # no deadline for it (logged); steps go out in order, so none after it either
         going.append(step)
     if going:
         head_save(chain, mark_dispatched(chain.snapshot, going), now=ctx.now)
@@ -323,11 +326,13 @@ def _resend_lost(dispatcher: Dispatcher, chain: Chain, option: VersionOption) ->
         for r in chain.results.values()
         if r.host_id == ctx.host.id and r.server_state == ServerState.IN_PROGRESS and r.name not in listed
     ]
+    sent = 0
     for result in sorted(lost, key=lambda r: r.id):
         wu = next(w for w in chain.workunits if w.id == result.workunit_id)
         result.workunit = wu
-        dispatcher.send(result, option, _estimate(dispatcher, wu, option))
-    return len(lost)
+        if dispatcher.send(result, option, _estimate(dispatcher, wu, option)):
+            sent += 1
+    return sent
 
 
 def _assign_one(dispatcher: Dispatcher) -> None:
@@ -369,6 +374,14 @@ def _assign_one(dispatcher: Dispatcher) -> None:
             continue  # the app's sequence-job fraction leaves this request to other work
         if not _feasible(dispatcher, result.workunit, est):
             continue
+        if not delay_bound_sendable(max(result.workunit.delay_bound, seq.max_result_time)):
+            # Its first step could not be sent: claiming it would leave it held and idle.
+            logger.warning(
+                "scheduler %s: sequence %s not assigned: its steps get no deadline",
+                ctx.project.slug,
+                seq.name,
+            )
+            continue
         claimed = WorkSequence.objects.filter(id=seq.id, state=SequenceState.UNASSIGNED).update(
             state=SequenceState.ASSIGNED, assigned_host=ctx.host, assigned_time=ctx.now, ended_notified=False
         )
@@ -386,7 +399,8 @@ def _taken_from(seq: WorkSequence, ctx: RpcContext) -> bool:
     that the old host may have it back, so a project with one suitable host is not stuck."""
     if seq.relocated_from_id != ctx.host.id or seq.relocated_time is None:
         return False
-    return ctx.now < seq.relocated_time + timedelta(seconds=default_delay_bound(seq.max_result_time))
+    # In seconds: a datetime plus an absurd max_result_time would overflow.
+    return (ctx.now - seq.relocated_time).total_seconds() < default_delay_bound(seq.max_result_time)
 
 
 def sequence_state_outputs(ctx: RpcContext, names: set[str]) -> dict[str, OutputFile]:

@@ -25,10 +25,10 @@ from apps.core.api.schema import BAD_REQUEST, CONFLICT, FORBIDDEN, NOT_FOUND
 from apps.projects.models import Project
 from apps.work.api.filters import WorkSequenceFilterSet
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
-from apps.work.api.views import job_spec
+from apps.work.api.views import ProjectScopedMixin, job_spec
 from apps.work.models import WorkSequence
 from apps.work.services import WorkError
-from apps.work.services.create import INT32_MAX
+from apps.work.services.create import INT32_MAX, MAX_DELAY_BOUND
 from apps.work.services.sequence_steps import MAX_STEPS_PER_CALL
 from apps.work.services.sequences import (
     SequenceSpec,
@@ -85,7 +85,7 @@ class SequenceOutputSerializer(OutputSpecSerializer):
 class SequenceCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     appname = serializers.CharField(max_length=100)
-    max_result_time = serializers.FloatField(min_value=1)
+    max_result_time = serializers.FloatField(min_value=1, max_value=MAX_DELAY_BOUND)
     length = serializers.IntegerField(
         min_value=1, max_value=MAX_STEPS_PER_CALL, required=False, allow_null=True, default=None
     )
@@ -108,7 +108,11 @@ class ExtendSerializer(serializers.Serializer):
     retrieve=extend_schema(responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND}),
 )
 class WorkSequenceViewSet(
-    NameLookupMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    NameLookupMixin,
+    ProjectScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
 ):
     """Work sequences of a project with their progress; POST creates one (create_work --sequence)."""
 

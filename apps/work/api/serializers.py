@@ -5,7 +5,13 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from apps.work.models import Result, Workunit
-from apps.work.services.create import INT32_MAX, INT64_MAX, MAX_REPLICAS, MAX_WORKUNIT_NAME_BYTES
+from apps.work.services.create import (
+    INT32_MAX,
+    INT64_MAX,
+    MAX_DELAY_BOUND,
+    MAX_REPLICAS,
+    MAX_WORKUNIT_NAME_BYTES,
+)
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -96,7 +102,7 @@ class JobSpecSerializer(serializers.Serializer):
     rsc_fpops_bound = serializers.FloatField(min_value=0, required=False)
     rsc_memory_bound = serializers.FloatField(min_value=0, required=False)
     rsc_disk_bound = serializers.FloatField(min_value=0, required=False)
-    delay_bound = serializers.FloatField(min_value=1, required=False)
+    delay_bound = serializers.FloatField(min_value=1, max_value=MAX_DELAY_BOUND, required=False)
     min_quorum = _replicas(1)
     target_nresults = _replicas(1)
     max_error_results = _replicas(0)

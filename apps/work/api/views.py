@@ -10,6 +10,7 @@ from pathlib import Path
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,10 +26,20 @@ from apps.work.services.create import DEFAULT_OUTPUTS, WU_PARAMS, name_check
 
 
 class ProjectScopedMixin:
+    """Views under /projects/<slug>/: an unknown project is a JSON 404, also for a list."""
+
     kwargs: dict
 
     def project(self) -> Project:
         return get_object_or_404(Project, slug=self.kwargs["slug"])
+
+    def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
+        # The list query filters by slug, so it is empty for an unknown project too; only then
+        # is the project looked up (one indexed query), never on a page with rows.
+        page = super().paginate_queryset(queryset)  # type: ignore[misc]
+        if page is not None and not page and not Project.objects.filter(slug=self.kwargs["slug"]).exists():
+            raise NotFound("no such project")
+        return page
 
 
 @extend_schema_view(
@@ -119,7 +130,11 @@ def job_spec(data: dict, scratch: Path) -> JobSpec:
     retrieve=extend_schema(responses={200: ResultSerializer, 403: FORBIDDEN, 404: NOT_FOUND}),
 )
 class ResultViewSet(
-    NameLookupMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    NameLookupMixin,
+    ProjectScopedMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
 ):
     """Results of a project, filterable by state, app, host and workunit."""
 

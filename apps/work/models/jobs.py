@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from apps.applications.domain.job_bounds import MAX_DELAY_BOUND
 from apps.applications.models import PROC_TYPE_CHOICES
 from apps.core import clock
 from apps.core.choices import enum_choices
@@ -38,7 +39,11 @@ class Workunit(models.Model):
     rsc_memory_bound = models.FloatField(default=5e8, validators=[MinValueValidator(0)])
     rsc_disk_bound = models.FloatField(default=1e9, validators=[MinValueValidator(0)])
     rsc_bandwidth_bound = models.FloatField(default=0, validators=[MinValueValidator(0)])
-    delay_bound = models.FloatField(default=7 * 86400, validators=[MinValueValidator(1)], help_text="Seconds")
+    delay_bound = models.FloatField(
+        default=7 * 86400,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_DELAY_BOUND)],
+        help_text="Seconds",
+    )
 
     min_quorum = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
     target_nresults = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])

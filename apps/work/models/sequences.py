@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from apps.applications.domain.job_bounds import MAX_DELAY_BOUND
 from apps.core.choices import enum_choices
 from apps.work.domain.states import SequenceState
 
@@ -28,7 +29,8 @@ class WorkSequence(models.Model):
         "work.Workunit", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     max_result_time = models.FloatField(
-        validators=[MinValueValidator(1)], help_text="Seconds of real time a host may take for one result"
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_DELAY_BOUND)],
+        help_text="Seconds of real time a host may take for one result",
     )
     first_unvalidated = models.ForeignKey(
         "work.Workunit", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -11,7 +11,11 @@ from pathlib import Path
 
 from django.db import IntegrityError, connection, transaction
 
-from apps.applications.models import App
+# The bounds live with the rules (App checks its defaults with them too); callers import them here.
+from apps.applications.domain.job_bounds import MAX_DELAY_BOUND as MAX_DELAY_BOUND
+from apps.applications.domain.job_bounds import MAX_REPLICAS as MAX_REPLICAS
+from apps.applications.domain.job_bounds import job_bounds_problems
+from apps.applications.models import JOB_DEFAULT_FIELDS, App
 from apps.core import clock
 from apps.core.db import analyze_tables, fetch_rows, placeholders
 from apps.core.domain.signing import sign_upload_certificate
@@ -29,9 +33,6 @@ class WorkError(ValueError):
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-# Far above any quorum a project uses, low enough that a typo cannot make one call write
-# millions of results.
-MAX_REPLICAS = 1000
 # Results are named <workunit>_<n> and their outputs <result>_<m>; each must stay a file
 # name (at most 255 bytes), so a workunit name leaves room for both suffixes.
 MAX_WORKUNIT_NAME_BYTES = 200
@@ -256,31 +257,22 @@ def _inputs_recheck(project: Project, job: JobSpec, inputs: list[InputFile], cop
         InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.INIT)
 
 
-def _check_bounds(values: dict[str, float | int]) -> None:
-    for key, value in values.items():
-        if value is None:
-            continue
-        if value != value or value < 0:
-            raise WorkError(f"{key} must be a non-negative number, got {value}")
-    if values["min_quorum"] < 1:
-        raise WorkError("min_quorum must be at least 1")
-    if values["target_nresults"] < values["min_quorum"]:
-        raise WorkError("target_nresults must be at least min_quorum")
-    if values["rsc_fpops_bound"] < values["rsc_fpops_est"]:
-        raise WorkError("rsc_fpops_bound must be at least rsc_fpops_est")
-    if values["delay_bound"] < 1:
-        raise WorkError("delay_bound must be at least one second")
-    if values["max_total_results"] < values["target_nresults"]:
-        raise WorkError("max_total_results must be at least target_nresults")
-    for key in (
-        "min_quorum",
-        "target_nresults",
-        "max_error_results",
-        "max_total_results",
-        "max_success_results",
-    ):
-        if values[key] > MAX_REPLICAS:
-            raise WorkError(f"{key} must be at most {MAX_REPLICAS}")
+def _check_bounds(values: dict[str, float | int], *, app: App, job: JobSpec) -> None:
+    """The first rule ``values`` break, saying which values were the app's defaults: the
+    operator then knows to correct the app (or give the value per job), not the job."""
+    problems = job_bounds_problems(values)
+    if not problems:
+        return
+    problem = problems[0]
+    defaults = [f for f in problem.fields if f in JOB_DEFAULT_FIELDS and getattr(job, f) is None]
+    if not defaults:
+        raise WorkError(problem.message)
+    shown = " and ".join(f"{f}={values[f]}" for f in defaults)
+    verb, them = ("comes", "it") if len(defaults) == 1 else ("come", "them")
+    raise WorkError(
+        f"{problem.message} ({shown} {verb} from app {app.name!r}'s job defaults: "
+        f"correct the app, or give {them} for the job)"
+    )
 
 
 def _job_check(job: JobSpec, name: str) -> None:
@@ -382,21 +374,49 @@ def workunits_create(
     if app.deprecated:
         raise WorkError(f"app {app.name!r} is deprecated")
     now = now or clock.now()
+    names = [job.name or _default_name(app, now, n) for n, job in enumerate(jobs)]
+    _names_unique(names)
     created: list[Workunit] = []
     copied: list[Path] = []
     try:
         with transaction.atomic():
-            for n, job in enumerate(jobs):
-                created.append(_create_one(project, app, job, now, n, create_results, copied))
+            for job, name in zip(jobs, names, strict=True):
+                created.append(_create_one(project, app, job, name, now, create_results, copied))
     except IntegrityError as exc:
         _remove(copied)
-        raise WorkError(f"a workunit with that name already exists ({exc})") from exc
+        raise WorkError(_integrity_message(project, names, exc)) from exc
     except BaseException:
         _remove(copied)
         raise
     if len(created) >= ANALYZE_AFTER:
         analyze_tables(Workunit, Result)
     return created
+
+
+def _default_name(app: App, now: datetime, n: int) -> str:
+    return f"{app.name}_{int(now.timestamp())}_{n}"
+
+
+def _names_unique(names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise WorkError(f"workunit name {name!r} appears twice in this batch")
+        seen.add(name)
+
+
+def _integrity_message(project: Project, names: list[str], exc: IntegrityError) -> str:
+    """Which name the database refused (read after the rollback, so only on this path)."""
+    chunk = 500  # within any database's limit on query parameters
+    for start in range(0, len(names), chunk):
+        taken = (
+            Workunit.objects.filter(project=project, name__in=names[start : start + chunk])
+            .values_list("name", flat=True)
+            .first()
+        )
+        if taken is not None:
+            return f"a workunit named {taken!r} already exists in this project"
+    return f"a workunit with that name already exists ({exc})"
 
 
 def _locality_file(project: Project, wu_name: str, inputs: list[InputFile]) -> str:
@@ -431,11 +451,16 @@ def _remove(paths: list[Path]) -> None:
 
 
 def _create_one(
-    project: Project, app: App, job: JobSpec, now: datetime, n: int, create_results: bool, copied: list[Path]
+    project: Project,
+    app: App,
+    job: JobSpec,
+    name: str,
+    now: datetime,
+    create_results: bool,
+    copied: list[Path],
 ) -> Workunit:
     values = _resolve(app, job)
-    _check_bounds(values)
-    name = job.name or f"{app.name}_{int(now.timestamp())}_{n}"
+    _check_bounds(values, app=app, job=job)
     _job_check(job, name)
     inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]
     locality_file = _locality_file(project, name, inputs) if project.locality_scheduling else ""

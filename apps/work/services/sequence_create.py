@@ -95,6 +95,16 @@ def sequence_create(
                 _first_steps(head, template, spec, n_first, now, copied)
     except IntegrityError as exc:
         _remove(copied)
+        # Which name the database refused, read after the rollback (only on this path).
+        names = [spec.name, *(f"{spec.name}_r{n}" for n in range(1, n_chains))]
+        taken = (
+            WorkSequence.objects.filter(project=project, name__in=names)
+            .order_by("id")
+            .values_list("name", flat=True)
+            .first()
+        )
+        if taken is not None:
+            raise WorkError(f"a sequence named {taken!r} already exists in this project") from exc
         raise WorkError(f"a sequence or workunit with that name already exists ({exc})") from exc
     except BaseException:
         _remove(copied)

@@ -1,6 +1,7 @@
 """Work sequences (seed 001): the services, in one place for callers.
 
-* creation: ``sequence_create`` (create_work --sequence, the admin, the operators' API) and
+* creation: ``sequence_create`` (create_work --sequence, the admin, the operators' API; it checks
+  max_result_time against the delay-bound cap here, every caller coming through this module) and
   ``sequence_extend``;
 * progress: ``sequence_on_result_validated`` (the validator calls it per validated workunit) and
   ``sequence_refresh``;
@@ -14,7 +15,17 @@ results and state files), sequence_create, sequence_moves (relocation and ending
 sequence_progress, sequence_replica_check (redundancy), sequence_hooks, sequence_deadlines.
 """
 
-from apps.work.services.sequence_create import SequenceSpec, sequence_create, sequence_extend
+from __future__ import annotations
+
+from datetime import datetime
+
+from apps.applications.domain.job_bounds import MAX_DELAY_BOUND, delay_bound_problem
+from apps.applications.models import App
+from apps.projects.models import Project
+from apps.work.models import WorkSequence
+from apps.work.services.create import WorkError
+from apps.work.services.sequence_create import SequenceSpec, sequence_extend
+from apps.work.services.sequence_create import sequence_create as sequence_rows_create
 from apps.work.services.sequence_deadlines import sequence_deadlines_check
 from apps.work.services.sequence_hooks import SequenceDecision, SequenceProgress, extend_open_ended
 from apps.work.services.sequence_progress import (
@@ -25,6 +36,7 @@ from apps.work.services.sequence_progress import (
     sequence_refresh,
     sequence_relocate,
 )
+from apps.work.services.sequence_steps import default_delay_bound
 
 __all__ = [
     "SequenceDecision",
@@ -41,3 +53,21 @@ __all__ = [
     "sequence_refresh",
     "sequence_relocate",
 ]
+
+
+def sequence_create(
+    *, project: Project, app: App, spec: SequenceSpec, now: datetime | None = None
+) -> WorkSequence:
+    """Create the sequence (and its replica chains), its first steps and their results, after
+    refusing a max_result_time that no step's deadline could follow (the scheduler gives the
+    k-th step queued on a host k max_result_times, or its delay_bound, whichever is longer)."""
+    problem = delay_bound_problem("max_result_time", spec.max_result_time)
+    if problem is not None:
+        raise WorkError(problem)
+    if not spec.job.delay_bound and default_delay_bound(spec.max_result_time) > MAX_DELAY_BOUND:
+        raise WorkError(
+            f"max_result_time {spec.max_result_time:.0f} s gives each step a default delay_bound of "
+            f"{default_delay_bound(spec.max_result_time):.0f} s, more than the maximum "
+            f"{MAX_DELAY_BOUND} s: give the steps a delay_bound, or a shorter max_result_time"
+        )
+    return sequence_rows_create(project=project, app=app, spec=spec, now=now)
