@@ -7,6 +7,7 @@ records of the periodic tasks: "running" if the daemon ran within a few of its p
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -30,7 +31,11 @@ _NONZERO_INT = re.compile(r"[+-]?0*[1-9][0-9]*")
 
 
 def _hours(seconds: float | None) -> float:
-    return round((seconds or 0.0) / 3600, 2)
+    """Hours rounded up to hundredths, as BOINC's ``ceil(x/3600*100)/100``: a task of a few
+    seconds shows 0.01, not 0. x/36 is the same figure without the rounding of x/3600*100,
+    which lifts an exact hundredth (252 s) to the next (0.08 h)."""
+    hundredths = (seconds or 0.0) / 36
+    return math.ceil(hundredths) / 100 if math.isfinite(hundredths) else hundredths / 100
 
 
 def _daemon_states(status: ServerStatus) -> tuple[DaemonState, ...]:

@@ -10,6 +10,8 @@ lists them (the STATSEXPORT consent).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -36,6 +38,17 @@ class ProjectPrefsForm(forms.Form):
         help_text="When off, your computers are still listed, but not linked to you.",
     )
     stats_export_consent = stats_export_consent_field()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        # With both off the scheduler could send this volunteer's computers nothing at all.
+        if not data.get("use_cpu") and not data.get("use_gpus"):
+            raise forms.ValidationError(
+                "Choose at least one of Use CPU and Use GPUs: with neither, your computers get no "
+                "tasks from this project.",
+                code="no_resources",
+            )
+        return data
 
 
 def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:

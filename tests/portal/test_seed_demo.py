@@ -4,17 +4,10 @@ import pytest
 from django.core.management import call_command
 
 from apps.applications.models import AppVersion
-from apps.projects.models import Project
 from apps.work.domain.states import Outcome, ServerState, ValidateState
 from apps.work.models import Result, WorkSequence
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def demo():
-    call_command("seed_demo", stdout=StringIO())
-    return Project.objects.get(slug="demo")
 
 
 def test_demo_has_cpu_gpu_and_multithread_versions(demo):

@@ -10,20 +10,16 @@ from pathlib import Path
 
 from django.db import transaction
 
+from apps.applications.models import App, AppVersion
 from apps.applications.services import AppFileSpec, app_create, app_version_add
+from apps.credit.domain.quota import JobOutcome
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
+from apps.portal.demo.timeline import Timeline
 from apps.projects.models import Project
 from apps.projects.services import project_create
-from apps.volunteers.models import Account, CreditHistory, Team, make_passwd_hash, passwd_hash
-from apps.work.domain.states import (
-    AssimilateState,
-    ClientState,
-    Outcome,
-    SequenceState,
-    ServerState,
-    ValidateState,
-)
-from apps.work.models import Result, WorkSequence
+from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash
+from apps.work.domain.states import ClientState, Outcome, SequenceState, ServerState
+from apps.work.models import Result, WorkSequence, Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, workunits_create
 from apps.work.services.sequences import (
     SequenceSpec,
@@ -36,6 +32,13 @@ from apps.work.services.sequences import (
 DEMO_OUTPUTS = (OutputSpec(open_name="out.txt", max_nbytes=10_000),)
 
 DEMO_SLUG = "demo"
+# The jobs of the demo's past are bigger than the ones waiting for clients: about 2.5 hours on
+# the fastest CPU, so their credit (about 90 each) reads like a real project's.
+PAST_FPOPS = 4e13
+PAST_JOBS = 24
+# How far back the demo's credited jobs go.
+PAST_DAYS = 14
+DAY = timedelta(days=1)
 WORKER = Path(__file__).with_name("worker.sh")
 PLATFORM = "x86_64-pc-linux-gnu"
 
@@ -45,7 +48,11 @@ def demo_exists() -> bool:
 
 
 def demo_seed(*, now: datetime, scratch: Path, seed: int = 7) -> Project:
-    """Create the demo project; ``scratch`` is a directory for the generated input files."""
+    """Create the demo project; ``scratch`` is a directory for the generated input files.
+
+    The project, its volunteers and their computers date from PAST_DAYS + 1 days ago; the
+    first PAST_JOBS checksum jobs and the sequences were run in the days since, and the
+    back end's services replay what they made of it (apps.portal.demo.timeline)."""
     rng = random.Random(seed)
     project = project_create(
         slug=DEMO_SLUG,
@@ -56,66 +63,95 @@ def demo_seed(*, now: datetime, scratch: Path, seed: int = 7) -> Project:
         ),
     ).project
     with transaction.atomic():
-        app = app_create(
-            project=project,
-            name="checksum",
-            user_friendly_name="Checksum demo",
-            min_quorum=2,
-            target_nresults=2,
-            delay_bound=3 * 86400,
-        )
-        for version_num, plan_class in ((100, ""), (101, "cuda"), (102, "mt")):
-            app_version_add(
-                project=project,
-                app_name=app.name,
-                version_num=version_num,
-                platform_name=PLATFORM,
-                plan_class=plan_class,
-                files=[AppFileSpec(path=WORKER)],
-                api_version="7.20.0",
-                cmdline="1",
-            )
-        single = app_create(project=project, name="quick", user_friendly_name="Quick single-replica demo")
-        app_version_add(
-            project=project,
-            app_name=single.name,
-            version_num=100,
-            platform_name=PLATFORM,
-            files=[AppFileSpec(path=WORKER)],
-            cmdline="1",
-        )
+        app, single = _apps(project)
         accounts = _volunteers(project, rng)
         hosts = _hosts(accounts, rng, now)
-        jobs = []
-        for i in range(40):
-            path = scratch / f"demo_input_{i:03d}.txt"
-            path.write_text(f"demo input {i}\n" + "x" * rng.randint(10, 2000) + "\n")
-            jobs.append(
-                JobSpec(
-                    name=f"checksum_{i:03d}",
-                    inputs=(InputSpec(path=path, open_name="in.txt"),),
-                    outputs=DEMO_OUTPUTS,
-                    rsc_fpops_est=5e9,
-                    rsc_fpops_bound=5e12,
-                    batch=1,
-                )
-            )
-        wus = workunits_create(project=project, app=app, jobs=jobs, now=now)
-        quick_jobs = [
-            JobSpec(
-                name=f"quick_{i:03d}",
-                inputs=(InputSpec(name=f"demo_input_{i:03d}.txt", open_name="in.txt"),),
-                outputs=DEMO_OUTPUTS,
-                rsc_fpops_est=2e9,
-                rsc_fpops_bound=2e12,
-                batch=2,
-            )
-            for i in range(20)
-        ]
-        workunits_create(project=project, app=single, jobs=quick_jobs, now=now)
-        _history(project, wus[:24], hosts, rng, now)
-        _sequences(project, app, hosts, now)
+        # Registered before their first job, not today: the status page's "registered in the
+        # past 24 hours" and each volunteer's "member since" agree with their credit history.
+        started = now - (PAST_DAYS + 1) * DAY
+        Project.objects.filter(id=project.id).update(create_time=started)
+        for model in (Account, Team, Host):
+            model.objects.filter(project=project).update(create_time=started)
+        jobs = _checksum_jobs(scratch, rng)
+        past_wus = workunits_create(project=project, app=app, jobs=jobs[:PAST_JOBS], now=started)
+        workunits_create(project=project, app=app, jobs=jobs[PAST_JOBS:], now=now)
+        workunits_create(project=project, app=single, jobs=_quick_jobs(), now=now)
+        past = Timeline(project)
+        _history(project, past_wus, hosts, rng, now, past)
+        sequences = _sequences(project, app, hosts, rng, now, past)
+        past.run(now=now)
+        for seq in sequences:
+            sequence_refresh(sequence_id=seq.id, now=now)
+        sequence_end(sequence_id=WorkSequence.objects.get(project=project, name="folding_traj_2").id, now=now)
+        past.transition_due(now=now)
+        _last_contacts(hosts, now)
     return project
+
+
+def _apps(project: Project) -> tuple[App, App]:
+    """checksum (CPU, CUDA and multi-thread versions, two replicas) and quick (one replica)."""
+    app = app_create(
+        project=project,
+        name="checksum",
+        user_friendly_name="Checksum demo",
+        min_quorum=2,
+        target_nresults=2,
+        delay_bound=3 * 86400,
+    )
+    for version_num, plan_class in ((100, ""), (101, "cuda"), (102, "mt")):
+        app_version_add(
+            project=project,
+            app_name=app.name,
+            version_num=version_num,
+            platform_name=PLATFORM,
+            plan_class=plan_class,
+            files=[AppFileSpec(path=WORKER)],
+            api_version="7.20.0",
+            cmdline="1",
+        )
+    single = app_create(project=project, name="quick", user_friendly_name="Quick single-replica demo")
+    app_version_add(
+        project=project,
+        app_name=single.name,
+        version_num=100,
+        platform_name=PLATFORM,
+        files=[AppFileSpec(path=WORKER)],
+        cmdline="1",
+    )
+    return app, single
+
+
+def _checksum_jobs(scratch: Path, rng: random.Random) -> list[JobSpec]:
+    jobs = []
+    for i in range(40):
+        path = scratch / f"demo_input_{i:03d}.txt"
+        path.write_text(f"demo input {i}\n" + "x" * rng.randint(10, 2000) + "\n")
+        fpops = PAST_FPOPS if i < PAST_JOBS else 5e9
+        jobs.append(
+            JobSpec(
+                name=f"checksum_{i:03d}",
+                inputs=(InputSpec(path=path, open_name="in.txt"),),
+                outputs=DEMO_OUTPUTS,
+                rsc_fpops_est=fpops,
+                rsc_fpops_bound=fpops * 1000,
+                batch=1,
+            )
+        )
+    return jobs
+
+
+def _quick_jobs() -> list[JobSpec]:
+    return [
+        JobSpec(
+            name=f"quick_{i:03d}",
+            inputs=(InputSpec(name=f"demo_input_{i:03d}.txt", open_name="in.txt"),),
+            outputs=DEMO_OUTPUTS,
+            rsc_fpops_est=2e9,
+            rsc_fpops_bound=2e12,
+            batch=2,
+        )
+        for i in range(20)
+    ]
 
 
 def _volunteers(project: Project, rng: random.Random) -> list[Account]:
@@ -180,114 +216,123 @@ def _hosts(accounts: list[Account], rng: random.Random, now: datetime) -> list[H
     return hosts
 
 
-def _history(project: Project, wus: list, hosts: list[Host], rng: random.Random, now: datetime) -> None:
-    """Give the first workunits a past: validated with credit, errors, timeouts, work in progress."""
-    credit_by_host: dict[int, float] = {}
+def _history(
+    project: Project,
+    wus: list[Workunit],
+    hosts: list[Host],
+    rng: random.Random,
+    now: datetime,
+    past: Timeline,
+) -> None:
+    """Give the first workunits a past: both replicas valid (credit granted by the validator),
+    an error beside a task in progress, both in progress, both timed out (sent again). The
+    clients' side is written here; ``past`` has the back end do the rest when it happened."""
     for n, wu in enumerate(wus):
         results = list(Result.objects.filter(workunit=wu).order_by("id"))
-        pair = rng.sample(hosts, 2)
-        sent = now - timedelta(hours=rng.randint(5, 60))
-        for result, host in zip(results, pair, strict=True):
-            version = (
-                host.coprocs.exists() and wu.app.versions.filter(plan_class="cuda").first()
-            ) or wu.app.versions.filter(plan_class="").first()
-            result.host, result.account, result.app_version = host, host.account, version
-            result.platform, result.version_num, result.plan_class = (
-                PLATFORM,
-                version.version_num,
-                version.plan_class,
+        kind = n % 6
+        if kind in (0, 1, 2):  # validated and credited, in the last two weeks
+            sent = now - timedelta(hours=rng.uniform(2 * 24, PAST_DAYS * 24))
+        elif kind == 5:  # timed out: past the deadline and its grace
+            sent = (
+                now
+                - timedelta(seconds=wu.delay_bound + project.report_grace_period)
+                - timedelta(hours=rng.uniform(2, 96))
             )
-            result.sent_time, result.report_deadline = sent, sent + timedelta(seconds=wu.delay_bound)
-            result.flops_estimate = host.p_fpops
-            kind = n % 6
-            if kind in (0, 1, 2):  # validated and credited
-                elapsed = wu.rsc_fpops_est / host.p_fpops * rng.uniform(0.8, 1.3)
-                result.server_state, result.outcome = ServerState.OVER, Outcome.SUCCESS
-                result.client_state, result.validate_state = ClientState.FILES_UPLOADED, ValidateState.VALID
-                result.received_time = sent + timedelta(seconds=elapsed + 600)
-                result.elapsed_time = result.cpu_time = elapsed
-                result.claimed_credit = result.granted_credit = round(rng.uniform(0.9, 1.2) * 0.0116, 4)
-                _write_demo_outputs(project, result)
-                credit_by_host[host.id] = credit_by_host.get(host.id, 0) + result.granted_credit
-            elif kind == 3:  # one client error
+        else:  # still within the deadline
+            sent = now - timedelta(hours=rng.uniform(2, 40))
+        reports = []
+        for i, (result, host) in enumerate(zip(results, rng.sample(hosts, 2), strict=True)):
+            version = _version_for(wu.app, host)
+            _send(result, host, version, sent)
+            if kind in (0, 1, 2):
+                reports.append(_succeed(project, result, version, rng, past))
+            elif kind == 3 and i == 0:  # a client error; the other replica is in progress
                 result.server_state, result.outcome = ServerState.OVER, Outcome.CLIENT_ERROR
                 result.client_state, result.exit_status = ClientState.COMPUTE_ERROR, 1
                 result.received_time = sent + timedelta(minutes=5)
                 result.stderr_out = "<stderr_txt>in.txt missing</stderr_txt>"
-                kind = 4
-            elif kind == 4:  # in progress
-                result.server_state = ServerState.IN_PROGRESS
-            else:  # timed out (no reply)
-                result.server_state, result.outcome = ServerState.OVER, Outcome.NO_REPLY
+                past.reported(result, JobOutcome.CLIENT_ERROR, result.received_time)
+                past.transition(wu, result.received_time)  # a replacement replica
             result.save()
-        if n % 6 in (0, 1, 2):
-            wu.canonical_result = results[0]
-            wu.canonical_credit = results[0].granted_credit
-            wu.assimilate_state = AssimilateState.DONE if n % 2 else AssimilateState.READY
-            wu.transition_time = None
-            wu.save(
-                update_fields=["canonical_result", "canonical_credit", "assimilate_state", "transition_time"]
-            )
+        if reports:
+            past.completed(wu, max(reports))
+        elif kind == 5:  # no reply: the transitioner times both out and sends the job again
+            past.transition(wu, results[0].report_deadline + timedelta(seconds=project.report_grace_period))
+
+
+def _version_for(app: App, host: Host) -> AppVersion:
+    """The version the scheduler would pick: CUDA on a host with an NVIDIA GPU, else the CPU one."""
+    cuda = app.versions.filter(plan_class="cuda").first() if host.coprocs.exists() else None
+    return cuda or app.versions.get(plan_class="")
+
+
+def _send(result: Result, host: Host, version: AppVersion, sent: datetime) -> None:
+    """What the scheduler writes when it sends ``result`` (its host_app_version included)."""
+    gpu = host.coprocs.first() if version.plan_class == "cuda" else None
+    result.host, result.account, result.app_version = host, host.account, version
+    result.platform, result.version_num, result.plan_class = PLATFORM, version.version_num, version.plan_class
+    result.sent_time, result.report_deadline = sent, sent + timedelta(seconds=result.workunit.delay_bound)
+    result.flops_estimate = gpu.peak_flops if gpu else host.p_fpops
+    result.server_state = ServerState.IN_PROGRESS
+    HostAppVersion.objects.get_or_create(host=host, app_version=version, defaults={"app": version.app})
+
+
+def _succeed(
+    project: Project,
+    result: Result,
+    version: AppVersion,
+    rng: random.Random,
+    past: Timeline,
+    output: str | None = None,
+) -> datetime:
+    """The client ran ``result`` and reported success, having uploaded ``output`` (by default
+    the same for every replica of the workunit, so the validator finds them equal); returns
+    when it reported."""
+    # A GPU reaches about a tenth of its peak; a CPU core about its benchmark.
+    speed = result.flops_estimate * (0.1 if version.plan_class == "cuda" else 1.0)
+    elapsed = result.workunit.rsc_fpops_est / speed * rng.uniform(0.8, 1.3)
+    result.server_state, result.outcome = ServerState.OVER, Outcome.SUCCESS
+    result.client_state = ClientState.FILES_UPLOADED
+    result.elapsed_time = result.cpu_time = elapsed
+    assert result.sent_time is not None
+    result.received_time = result.sent_time + timedelta(seconds=elapsed + rng.uniform(600, 6 * 3600))
+    _write_outputs(project, result, output or f"demo output of {result.workunit.name}\n")
+    past.reported(result, JobOutcome.SUCCESS, result.received_time)
+    return result.received_time
+
+
+def _last_contacts(hosts: list[Host], now: datetime) -> None:
+    """A host's last contact is no earlier than the last result it was sent or reported."""
     for host in hosts:
-        credit = credit_by_host.get(host.id, 0.0) * 1000
-        Host.objects.filter(id=host.id).update(
-            total_credit=credit, expavg_credit=credit / 7, expavg_time=now.timestamp()
-        )
-        Account.objects.filter(id=host.account_id).update(
-            total_credit=credit + Account.objects.get(id=host.account_id).total_credit
-        )
-        for version in host.account.project.apps.first().versions.all():
-            if (version.plan_class == "cuda") == host.coprocs.exists():
-                HostAppVersion.objects.get_or_create(
-                    host=host,
-                    app_version=version,
-                    app=version.app,
-                    defaults={
-                        "pfc_n": 12,
-                        "pfc_avg": rng.uniform(0.8, 1.5),
-                        "et_n": 12,
-                        "et_avg": 1 / host.p_fpops,
-                        "turnaround_n": 12,
-                        "turnaround_avg": 4000,
-                        "scale_probation": False,
-                        "max_jobs_per_day": 200,
-                        "consecutive_valid": 12,
-                    },
-                )
-    for account in Account.objects.filter(project=project):
-        Account.objects.filter(id=account.id).update(
-            expavg_credit=account.total_credit / 7, expavg_time=now.timestamp()
-        )
-        for days in range(14, -1, -1):
-            CreditHistory.objects.create(
-                project=project,
-                account=account,
-                day=(now - timedelta(days=days)).date(),
-                total_credit=account.total_credit * (15 - days) / 15,
-                expavg_credit=account.total_credit / 7 * (15 - days) / 15,
-            )
-    team = Team.objects.get(project=project)
-    members = Account.objects.filter(team=team)
-    team.total_credit = sum(a.total_credit for a in members)
-    team.expavg_credit = team.total_credit / 7
-    team.save(update_fields=["total_credit", "expavg_credit"])
+        times = [
+            t
+            for sent, received in Result.objects.filter(host=host).values_list("sent_time", "received_time")
+            for t in (sent, received)
+            if t is not None
+        ]
+        latest = max(times, default=None)
+        if latest is not None and host.rpc_time is not None and latest > host.rpc_time:
+            Host.objects.filter(id=host.id).update(rpc_time=min(latest + timedelta(minutes=1), now))
 
 
-def _write_demo_outputs(project: Project, result: Result) -> None:
-    """A validated demo result has its uploaded output, as the real pipeline would leave it."""
+def _write_outputs(project: Project, result: Result, text: str) -> None:
+    """The uploaded outputs of a result, as the upload handler leaves them."""
     project.upload_dir.mkdir(parents=True, exist_ok=True)
-    for output in result.output_files.all():
-        data = f"demo output of {result.name}\n".encode()
+    data = text.encode()
+    for output in result.output_files.filter(upload=True):
         (project.upload_dir / output.name).write_bytes(data)
         output.nbytes, output.md5_cksum, output.uploaded = len(data), hashlib.md5(data).hexdigest(), True
         output.save(update_fields=["nbytes", "md5_cksum", "uploaded"])
 
 
-def _sequences(project: Project, app, hosts: list[Host], now: datetime) -> None:
+def _sequences(
+    project: Project, app: App, hosts: list[Host], rng: random.Random, now: datetime, past: Timeline
+) -> list[WorkSequence]:
     """Work sequences (seed 001) in several states, made by the creation service: a climate run
     in progress on a host (past a checkpoint), one waiting for a host, a folding trajectory in
-    progress and one the project ended. Every step reads the demo input as in.txt, so the demo
-    worker can run them; its out.txt is the state, kept on the host between checkpoints."""
+    progress and one the project ends (``demo_seed``, once the past is replayed). Every step
+    reads the demo input as in.txt, so the demo worker can run them; its out.txt is the
+    state, kept on the host between checkpoints."""
     job = JobSpec(
         inputs=(InputSpec(name="demo_input_000.txt", open_name="in.txt"),),
         outputs=(OutputSpec(open_name="out.txt", max_nbytes=10_000, sequence_state=True),),
@@ -300,17 +345,22 @@ def _sequences(project: Project, app, hosts: list[Host], now: datetime) -> None:
         (SequenceSpec("folding_traj_1", job, 86400, restartable_every=1), hosts[0], 2),
         (SequenceSpec("folding_traj_2", job, 86400, restartable_every=1), hosts[3], 4),
     )
+    sequences = []
     for spec, host, done in specs:
-        seq = sequence_create(project=project, app=app, spec=spec, now=now - timedelta(days=done + 1))
+        seq = sequence_create(project=project, app=app, spec=spec, now=now - (done + 1) * DAY)
         if host is not None:
-            _sequence_history(seq, host, done, now)
-    sequence_end(sequence_id=WorkSequence.objects.get(project=project, name="folding_traj_2").id, now=now)
+            _sequence_history(seq, host, done, rng, now, past)
+        sequences.append(seq)
+    return sequences
 
 
-def _sequence_history(seq: WorkSequence, host: Host, done: int, now: datetime) -> None:
-    """As if ``host`` had computed ``done`` steps (validated) and held the next two."""
-    version = seq.app.versions.filter(plan_class="").first()
-    start = now - timedelta(days=done + 1)
+def _sequence_history(
+    seq: WorkSequence, host: Host, done: int, rng: random.Random, now: datetime, past: Timeline
+) -> None:
+    """As if ``host`` had computed ``done`` steps, one a day (validated as they came in), and
+    held the next two."""
+    version = seq.app.versions.get(plan_class="")
+    start = now - (done + 1) * DAY
     WorkSequence.objects.filter(id=seq.id).update(
         state=SequenceState.ASSIGNED, assigned_host=host, assigned_time=start
     )
@@ -320,23 +370,10 @@ def _sequence_history(seq: WorkSequence, host: Host, done: int, now: datetime) -
     for step in range(done + 2):
         wu = seq.workunits.get(sequence_index=step)
         result = wu.results.get()
-        sent = start + timedelta(days=step)
-        result.host, result.account, result.app_version = host, host.account, version
-        result.platform, result.version_num = PLATFORM, version.version_num
-        result.sent_time, result.report_deadline = sent, sent + timedelta(seconds=wu.delay_bound)
-        result.server_state = ServerState.IN_PROGRESS
+        _send(result, host, version, start + step * DAY)
         if step < done:
-            result.server_state, result.outcome = ServerState.OVER, Outcome.SUCCESS
-            result.client_state, result.validate_state = ClientState.FILES_UPLOADED, ValidateState.VALID
-            result.received_time = sent + timedelta(hours=20)
-            result.elapsed_time = result.cpu_time = 72000
-            for output in result.output_files.filter(upload=True):
-                seq.project.upload_dir.mkdir(parents=True, exist_ok=True)
-                (seq.project.upload_dir / output.name).write_text(f"{seq.name} state after step {step}\n")
-            wu.canonical_result = result
-            wu.assimilate_state = AssimilateState.DONE
-            wu.save(update_fields=["canonical_result", "assimilate_state"])
+            state = f"{seq.name} state after step {step}\n"
+            past.completed(wu, _succeed(seq.project, result, version, rng, past, output=state))
         result.save()
     nxt = seq.workunits.filter(sequence_index=done + 2).first()
     WorkSequence.objects.filter(id=seq.id).update(first_undispatched=nxt)
-    sequence_refresh(sequence_id=seq.id, now=now)

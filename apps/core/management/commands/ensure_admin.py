@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.urls import reverse
 
 
 class Command(BaseCommand):
@@ -33,8 +34,6 @@ class Command(BaseCommand):
                 "Admin login: user 'admin' exists (password unchanged; see var/admin-password.txt)."
             )
             return
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Admin login: http://127.0.0.1:8000/admin/  user 'admin'  password '{password}'"
-            )
-        )
+        # The public base the portal is served under, as every project URL is.
+        url = settings.COBBLESTONE_BASE_URL + reverse("admin:index")
+        self.stdout.write(self.style.SUCCESS(f"Admin login: {url}  user 'admin'  password '{password}'"))
