@@ -36,6 +36,11 @@ def host_has_dot(value: str) -> None:
         )
 
 
+def default_report_grace_period() -> int:
+    """A new project's grace period: the site's COBBLESTONE_REPORT_GRACE_PERIOD (default 3600)."""
+    return settings.COBBLESTONE_REPORT_GRACE_PERIOD
+
+
 class Project(models.Model):
     """A BOINC project: its own master URL, scheduler, keys, data areas and configuration.
 
@@ -103,7 +108,10 @@ class Project(models.Model):
     daily_result_quota = models.PositiveIntegerField(
         default=200, help_text="Initial max jobs per day per host_app_version (seed 003), per CPU/GPU."
     )
-    report_grace_period = models.PositiveIntegerField(default=3600, help_text="Seconds after the deadline.")
+    report_grace_period = models.PositiveIntegerField(
+        default=default_report_grace_period,
+        help_text="Seconds after the deadline (new projects: COBBLESTONE_REPORT_GRACE_PERIOD).",
+    )
     resend_lost_results = models.BooleanField(default=False)
     one_result_per_user_per_wu = models.BooleanField(default=False)
     ignore_delay_bound = models.BooleanField(default=False)

@@ -14,6 +14,7 @@ from lxml import html
 from apps.applications.models import AppFile
 from apps.core.domain.signing import sign_md5_hex, verify_md5_signature
 from apps.projects.models import Project
+from apps.projects.services import project_create
 from tests.factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -150,3 +151,10 @@ def test_a_job_limit_setting_of_zero_is_refused(admin_client, field):
     assert field in response.context["adminform"].form.errors
     project.refresh_from_db()
     assert getattr(project, field) == Project._meta.get_field(field).default
+
+
+def test_a_new_project_takes_the_sites_report_grace_period(settings):
+    settings.COBBLESTONE_REPORT_GRACE_PERIOD = 7200
+    project = project_create(slug="gracious", name="Gracious").project
+    project.refresh_from_db()
+    assert project.report_grace_period == 7200
