@@ -24,8 +24,10 @@ def _fresh_scheduler_catalog(request: pytest.FixtureRequest) -> None:
     """The scheduler's per-process catalog cache must not carry rows from one test to the next."""
     if request.config.pluginmanager.hasplugin("django"):
         from apps.scheduler.services.catalog import catalog_clear
+        from apps.scheduler.services.dispatch import unsendable_logged_clear
 
         catalog_clear()
+        unsendable_logged_clear()
 
 
 @pytest.fixture(autouse=True)

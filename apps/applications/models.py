@@ -132,7 +132,14 @@ class App(models.Model):
             for problem in job_bounds_problems({f: getattr(self, f) for f in JOB_DEFAULT_FIELDS})
             if not any(self._fails_own_validators(f) for f in problem.fields)
         ]
+        stored = (
+            App.objects.filter(pk=self.pk).values("assimilator", "sequence_hook").first() if self.pk else None
+        )
         for field in ("assimilator", "sequence_hook"):
+            # Only a hook being set or changed: an app whose hook lives on the worker machines
+            # alone must still be editable (its quorum, say) from the web process.
+            if stored is not None and stored[field] == getattr(self, field):
+                continue
             message = hook_import_problem(getattr(self, field))
             if message:
                 errors.append(f"{field}: {message}")

@@ -90,6 +90,21 @@ def test_a_sequence_hook_that_is_not_a_function_is_refused():
 
 
 @pytest.mark.django_db
+def test_an_app_whose_stored_hook_imports_only_on_workers_can_still_be_edited():
+    app = AppFactory(assimilator="science.hooks.assimilate")  # importable on workers only
+    app.min_quorum = app.target_nresults = 3
+    app.full_clean()
+
+
+@pytest.mark.django_db
+def test_changing_a_hook_to_one_that_does_not_import_is_refused():
+    app = AppFactory(assimilator="apps.work.services.assimilator.copy_outputs")
+    app.assimilator = "no.such.module"
+    (message,) = messages(app)
+    assert message.startswith("assimilator: cannot import 'no.such.module'")
+
+
+@pytest.mark.django_db
 def test_an_importable_assimilator_is_accepted():
     app = AppFactory.build(
         project=AppFactory().project, assimilator="apps.work.services.assimilator.copy_outputs"

@@ -48,6 +48,16 @@ def test_the_skipped_job_is_logged(client, project, account, cpu_app, caplog):
     assert "result huge0_0 not sent: delay bound 1e+300 s gives no deadline" in caplog.text
 
 
+@pytest.mark.django_db
+def test_the_skipped_job_is_logged_once_not_on_every_rpc(client, project, account, cpu_app, caplog):
+    make_jobs(project, cpu_app, 1, prefix="huge")
+    Workunit.objects.filter(name="huge0").update(delay_bound=1e300)
+    with caplog.at_level(logging.WARNING, logger="apps.scheduler.services.dispatch"):
+        rpc(client, project, make_request(account.authenticator))
+        rpc(client, project, make_request(account.authenticator))
+    assert caplog.text.count("result huge0_0 not sent") == 1
+
+
 @pytest.fixture
 def host(project, account):
     """A stock client on one computer, as the sequence tests drive it."""

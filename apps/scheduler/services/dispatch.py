@@ -23,6 +23,7 @@ from apps.credit.domain.host_scale import probation_on_send
 from apps.credit.domain.quota import count_sent
 from apps.credit.domain.runtime import estimated_duration
 from apps.hosts.models import HostAppVersion
+from apps.projects.models import Project
 from apps.scheduler.domain.policy import (
     HostLimits,
     Infeasible,
@@ -110,6 +111,28 @@ MAX_SEND_DELAY_BOUND = 1e10  # about 317 years
 def delay_bound_sendable(delay_bound: float) -> bool:
     """Whether now + ``delay_bound`` is a deadline (False for NaN, infinities, absurd sizes)."""
     return abs(delay_bound) <= MAX_SEND_DELAY_BOUND
+
+
+# What this process has already logged as unsendable: such a row is met by every RPC that
+# scans it, and one warning per process says enough (bounded, so it cannot grow for ever).
+_unsendable_logged: set[tuple[int, str]] = set()
+_UNSENDABLE_LOGGED_MAX = 10_000
+
+
+def unsendable_log(project: Project, what: str, text: str, *args: object) -> None:
+    """Log ``text`` for the job or sequence ``what`` once per process."""
+    key = (project.id, what)
+    if key in _unsendable_logged:
+        return
+    if len(_unsendable_logged) >= _UNSENDABLE_LOGGED_MAX:
+        _unsendable_logged.clear()
+    _unsendable_logged.add(key)
+    logger.warning(text, *args)
+
+
+def unsendable_logged_clear() -> None:
+    """Forget what was logged (tests: ids repeat from one test's database to the next)."""
+    _unsendable_logged.clear()
 
 
 IN_PROGRESS_LIMIT_MESSAGE = "This computer has reached a limit on tasks in progress"
@@ -245,7 +268,9 @@ class Dispatcher:
         wu = result.workunit
         delay_bound = wu.delay_bound if delay_bound is None else delay_bound
         if not delay_bound_sendable(delay_bound):
-            logger.warning(
+            unsendable_log(
+                ctx.project,
+                f"result {result.name}",
                 "scheduler %s: result %s not sent: delay bound %r s gives no deadline",
                 ctx.project.slug,
                 result.name,

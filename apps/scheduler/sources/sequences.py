@@ -27,7 +27,6 @@ two hosts never get the same sequence.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from dataclasses import replace
@@ -39,7 +38,12 @@ from apps.credit.domain.runtime import estimated_duration
 from apps.scheduler.domain.policy import VersionOption, WorkNeed, job_infeasible
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
-from apps.scheduler.services.dispatch import Dispatcher, delay_bound_sendable, in_progress_limits
+from apps.scheduler.services.dispatch import (
+    Dispatcher,
+    delay_bound_sendable,
+    in_progress_limits,
+    unsendable_log,
+)
 from apps.scheduler.services.versions import HostVersions
 from apps.work.domain.sequences import (
     SequenceSnapshot,
@@ -54,8 +58,6 @@ from apps.work.services.sequence_replica_check import sibling_host_ids
 from apps.work.services.sequence_rows import Chain, chain_load, head_get, head_save, heads_locked
 from apps.work.services.sequence_steps import default_delay_bound
 from apps.work.services.sequences import sequence_relocate
-
-logger = logging.getLogger(__name__)
 
 CANDIDATE_WINDOW = 20
 TOO_SLOW = "This computer is not fast enough for the project's work sequences (maximum result time)"
@@ -376,7 +378,9 @@ def _assign_one(dispatcher: Dispatcher) -> None:
             continue
         if not delay_bound_sendable(max(result.workunit.delay_bound, seq.max_result_time)):
             # Its first step could not be sent: claiming it would leave it held and idle.
-            logger.warning(
+            unsendable_log(
+                ctx.project,
+                f"sequence {seq.name}",
                 "scheduler %s: sequence %s not assigned: its steps get no deadline",
                 ctx.project.slug,
                 seq.name,
