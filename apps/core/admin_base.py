@@ -7,11 +7,12 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
 from django.db import DataError, NotSupportedError, OperationalError, connections, router, transaction
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Field, Model, Q, QuerySet, URLField
 from django.db.models.base import ModelBase
 from django.http import HttpRequest
 
@@ -76,6 +77,15 @@ def indexed_search(
 class HostileInputGuard(admin.ModelAdmin):
     """What every ModelAdmin on the site does (``GuardedAdminSite`` mixes it in): a hand-made URL
     gets a list with nothing, Django's "invalid lookup" ``?e=1`` or a 400, never a 500."""
+
+    def formfield_for_dbfield(
+        self, db_field: Field, request: HttpRequest, **kwargs: Any
+    ) -> forms.Field | None:
+        # A URL typed without a scheme (a project's base_url, a team's site) is taken as
+        # https, Django 6's default, rather than 5's http (and its deprecation warning).
+        if isinstance(db_field, URLField):
+            kwargs.setdefault("assume_scheme", "https")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str

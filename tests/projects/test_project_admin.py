@@ -158,3 +158,11 @@ def test_a_new_project_takes_the_sites_report_grace_period(settings):
     project = project_create(slug="gracious", name="Gracious").project
     project.refresh_from_db()
     assert project.report_grace_period == 7200
+
+
+def test_a_base_url_typed_without_a_scheme_is_taken_as_https(admin_client):
+    project = ProjectFactory()
+    response = post_change(admin_client, project, base_url="boinc.example.org")
+    assert response.status_code == 302
+    project.refresh_from_db()
+    assert project.base_url == "https://boinc.example.org"
