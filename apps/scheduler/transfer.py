@@ -52,7 +52,7 @@ from apps.protocol import (
     render_upload_reply,
 )
 from apps.protocol.filenames import partial_upload_name
-from apps.work.domain.states import result_open_to_its_host
+from apps.work.domain.states import FileDeleteState, result_open_to_its_host
 from apps.work.models import OutputFile
 
 logger = logging.getLogger(__name__)
@@ -353,6 +353,9 @@ def _not_accepting(output: OutputFile) -> str | None:
         return f"Result {result.name} is over; its files are no longer accepted"
     if result.workunit.error_mask:
         return f"The job of {result.name} was cancelled or failed; its files are no longer accepted"
+    if result.file_delete_state != FileDeleteState.INIT:
+        # The file deleter has taken (or is taking) its files: a file stored now would never go.
+        return f"Result {result.name} is finished; its files are no longer accepted"
     return None
 
 

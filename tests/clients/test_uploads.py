@@ -7,7 +7,7 @@ import pytest
 from apps.projects.models import DaemonRun
 from apps.protocol import UploadStatus
 from apps.scheduler.transfer import partial_path
-from apps.work.domain.states import ErrorMask, Outcome, ServerState
+from apps.work.domain.states import ErrorMask, FileDeleteState, Outcome, ServerState
 from tests.clients.conftest import md5, post_upload, size_query, upload_body
 
 pytestmark = pytest.mark.django_db
@@ -167,6 +167,19 @@ def test_upload_for_a_cancelled_job_is_refused(client, project, output):
     posted = post_upload(client, project, upload_body(output, DATA))
     assert posted.reply.status == UploadStatus.PERMANENT
     assert "cancelled" in posted.reply.message
+
+
+def test_late_upload_of_a_timed_out_result_is_welcome_until_its_files_are_deleted(client, project, output):
+    result = output.result
+    result.server_state, result.outcome = ServerState.OVER, Outcome.NO_REPLY
+    result.save()
+    assert post_upload(client, project, size_query(output.name)).reply.status == UploadStatus.OK
+    result.file_delete_state = FileDeleteState.READY
+    result.save()
+    posted = post_upload(client, project, upload_body(output, DATA))
+    assert posted.reply.status == UploadStatus.PERMANENT
+    assert "no longer accepted" in posted.reply.message
+    assert not stored(project, output.name).exists()
 
 
 def test_repeated_upload_of_a_stored_file_is_acknowledged(client, project, output):

@@ -4,8 +4,10 @@ import pytest
 from django.core.management import call_command
 
 from apps.applications.models import AppVersion
-from apps.work.domain.states import Outcome, ServerState, ValidateState
-from apps.work.models import Result, WorkSequence
+from apps.core import clock
+from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
+from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.services import files_delete, workunits_transition
 
 pytestmark = pytest.mark.django_db
 
@@ -36,3 +38,15 @@ def test_seed_demo_if_empty_is_idempotent(demo):
     before = Result.objects.count()
     call_command("seed_demo", "--if-empty", stdout=StringIO())
     assert Result.objects.count() == before
+
+
+def test_no_assimilated_demo_job_keeps_its_files_after_the_deleter_runs(demo):
+    now = clock.now()
+    workunits_transition(project=demo, now=now)
+    files_delete(project=demo, now=now)
+    assimilated = Workunit.objects.filter(
+        project=demo, canonical_result__isnull=False, assimilate_state=AssimilateState.DONE
+    )
+    assert assimilated.count() > 0
+    kept = assimilated.exclude(file_delete_state=FileDeleteState.DONE)
+    assert list(kept.values_list("name", flat=True)) == []

@@ -218,10 +218,46 @@ def test_files_are_ready_for_deletion_after_delete_delay() -> None:
     results = [
         over(0, Outcome.SUCCESS, validate_state=ValidateState.VALID, received_time=NOW - 100),
         over(1, Outcome.CLIENT_ERROR, received_time=NOW - 90),
-        over(2, Outcome.NO_REPLY),
+        over(2, Outcome.NO_REPLY, report_deadline=NOW - DAY),
     ]
     plan = plan_transition(_assimilated(), results, now=NOW, config=TransitionConfig(delete_delay=60))
     assert plan.workunit_file_delete_ready is True
+    assert plan.file_delete_ready_result_ids == (0, 1, 2)
+
+
+def test_timed_out_results_files_are_deleted_with_a_cancelled_workunits() -> None:
+    wu = make_wu(error_mask=ErrorMask.CANCELLED, assimilate_state=AssimilateState.DONE)
+    results = [over(0, Outcome.NO_REPLY, report_deadline=NOW - DAY), over(1, Outcome.CLIENT_DETACHED)]
+    plan = plan_transition(wu, results, now=NOW)
+    assert plan.workunit_file_delete_ready is True
+    assert plan.file_delete_ready_result_ids == (0, 1)
+
+
+def test_timed_out_results_files_wait_while_another_result_is_in_progress() -> None:
+    results = [
+        over(0, Outcome.SUCCESS, validate_state=ValidateState.VALID),
+        over(1, Outcome.NO_REPLY, report_deadline=NOW - DAY),
+        in_progress(2),
+    ]
+    plan = plan_transition(_assimilated(), results, now=NOW)
+    assert plan.file_delete_ready_result_ids == ()
+
+
+def test_results_never_sent_are_not_marked_for_file_deletion() -> None:
+    wu = make_wu(error_mask=ErrorMask.CANCELLED, assimilate_state=AssimilateState.DONE)
+    results = [over(0, Outcome.DIDNT_NEED), over(1, Outcome.COULDNT_SEND)]
+    plan = plan_transition(wu, results, now=NOW)
+    assert plan.workunit_file_delete_ready is True
+    assert plan.file_delete_ready_result_ids == ()
+
+
+def test_a_result_withdrawn_from_its_host_is_marked_for_file_deletion() -> None:
+    # A relocated sequence step: DIDNT_NEED, but it had been sent (it has a deadline).
+    results = [
+        over(0, Outcome.SUCCESS, validate_state=ValidateState.VALID),
+        over(1, Outcome.DIDNT_NEED, report_deadline=NOW + DAY),
+    ]
+    plan = plan_transition(_assimilated(), results, now=NOW)
     assert plan.file_delete_ready_result_ids == (0, 1)
 
 

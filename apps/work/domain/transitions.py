@@ -22,13 +22,17 @@ One pass, in order:
    its writes).
 6. Set need_validate when an unchecked success exists and successes reach min_quorum.
 7. Deferred assimilation: canonical result, all results over, none waiting for validation.
-8. Once assimilated and ``delete_delay`` after the latest report, mark files for deletion.
+8. Once assimilated and ``delete_delay`` after the latest report, mark files for deletion:
+   reported results' outputs as BOINC does, and, once every result is over and checked, the
+   uploads of results sent but never reported (timed out, detached, or withdrawn from a host).
 9. Next transition_time: never (canonical or error) or a safety net, lowered to the earliest
    in-progress deadline and the deferred-delete time.
 
 Differences from BOINC, on purpose: error bits are evaluated only while there is no canonical
 result (a late error must not fail a validated workunit); the backlog push of transition_time is
-left to the service, since every time computed here is at or after ``now``.
+left to the service, since every time computed here is at or after ``now``; results sent but never
+reported get their files deleted too (BOINC leaves a timed-out host's uploads to its
+antique_file_deleter, which this project does not have, so they would stay after db_purge).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from apps.work.domain.states import (
     EXIT_ABORTED_VIA_GUI,
+    LATE_OUTCOMES,
     TRANSITION_NEVER,
     AssimilateState,
     ClientState,
@@ -56,7 +61,7 @@ TRANSITION_FLAG_NO_NEW_RESULTS = 2  # targeted jobs and work-sequence steps
 SAFETY_NET_MIN_SECONDS = 10 * 86400
 _UNSENT_STATES = (ServerState.UNSENT, ServerState.INACTIVE)
 _UNCHECKED = (ValidateState.INIT, ValidateState.INCONCLUSIVE)
-_HAS_OUTPUT_FILES = (Outcome.SUCCESS, Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR)
+_REPORTED_OUTCOMES = (Outcome.SUCCESS, Outcome.CLIENT_ERROR, Outcome.VALIDATE_ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +104,7 @@ class ResultSnapshot:
     validate_state: ValidateState = ValidateState.INIT
     client_state: ClientState = ClientState.NEW
     exit_status: int = 0
-    report_deadline: float = 0.0
+    report_deadline: float = 0.0  # 0 until the scheduler sends it
     received_time: float = 0.0
     file_delete_state: FileDeleteState = FileDeleteState.INIT
 
@@ -253,7 +258,10 @@ def _files_to_delete(
     for r in results:
         if r.file_delete_state != FileDeleteState.INIT or r.server_state != ServerState.OVER:
             continue
-        if r.outcome not in _HAS_OUTPUT_FILES:
+        if r.outcome not in _REPORTED_OUTCOMES:
+            # A late report may still use its upload until the workunit is done with its files.
+            if all_checked and _sent_unreported(r):
+                ready.append(r.id)
             continue
         if r.outcome == Outcome.SUCCESS and r.validate_state in _UNCHECKED:
             continue
@@ -263,6 +271,13 @@ def _files_to_delete(
         ready.append(r.id)
     wu_ready = all_checked and wu.file_delete_state == FileDeleteState.INIT
     return wu_ready, tuple(ready), None
+
+
+def _sent_unreported(r: ResultSnapshot) -> bool:
+    """Sent to a host that never reported it, so a whole or half-done (.part) upload may be
+    left: timed out, detached, or withdrawn in progress (a relocated sequence step, DIDNT_NEED
+    but sent). Results never sent (DIDNT_NEED, COULDNT_SEND) have nothing to delete."""
+    return r.outcome in LATE_OUTCOMES or r.report_deadline > 0
 
 
 def _next_transition_time(

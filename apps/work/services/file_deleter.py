@@ -11,7 +11,8 @@ assimilated and every result is over and checked. One pass:
    in BOINC. The workunit becomes DONE, or ERROR if a file could not be removed.
 2. Results READY (up to 3 × ``limit``, BOINC's ratio for about threefold replication): their
    uploaded output files, and any upload left unfinished (.NAME.part), are deleted from the
-   upload area; DONE or ERROR.
+   upload area (a result that timed out unreported too: its output-file rows exist from its
+   creation); DONE or ERROR.
 3. Input files kept for the working set (READY): deleted once out of it and unused.
 
 Deleting a file that is already gone counts as done, so an interrupted pass is simply redone.
