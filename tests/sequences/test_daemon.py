@@ -37,11 +37,21 @@ def test_host_that_stops_responding_loses_its_sequence_after_the_deadline(projec
     computer("a").rpc(now)
     deadline = _deadline("seq_s0_0")
     assert deadline == now + timedelta(days=12)  # 3 x max_result_time by default
-    assert sequence_deadlines_check(now=deadline + GRACE - timedelta(seconds=1), limit=100) == 0
+    assert (
+        sequence_deadlines_check(
+            project=project, now=deadline + GRACE - timedelta(seconds=1), limit=100
+        ).items
+        == 0
+    )
     seq.refresh_from_db()
     assert seq.state == SequenceState.ASSIGNED
 
-    assert sequence_deadlines_check(now=deadline + GRACE + timedelta(seconds=1), limit=100) == 1
+    assert (
+        sequence_deadlines_check(
+            project=project, now=deadline + GRACE + timedelta(seconds=1), limit=100
+        ).items
+        == 1
+    )
     seq.refresh_from_db()
     assert (seq.state, seq.assigned_host, seq.first_undispatched.sequence_index) == (
         SequenceState.UNASSIGNED,
@@ -57,9 +67,9 @@ def test_second_daemon_pass_changes_nothing(project, cpu_app, computer, now):
     seq = _sequence(project, cpu_app, now)
     computer("a").rpc(now)
     late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
-    assert sequence_deadlines_check(now=late, limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=late, limit=100).items == 1
     rows = Result.objects.filter(workunit__sequence=seq).count()
-    assert sequence_deadlines_check(now=late, limit=100) == 0
+    assert sequence_deadlines_check(project=project, now=late, limit=100).items == 0
     assert Result.objects.filter(workunit__sequence=seq).count() == rows
 
 
@@ -68,7 +78,7 @@ def test_client_error_on_a_step_relocates_the_sequence(project, cpu_app, compute
     host = computer("a")
     host.rpc(now)
     Result.objects.filter(name="seq_s0_0").update(server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)
-    assert sequence_deadlines_check(now=now + timedelta(hours=1), limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=now + timedelta(hours=1), limit=100).items == 1
     seq.refresh_from_db()
     assert seq.state == SequenceState.UNASSIGNED
 
@@ -83,7 +93,7 @@ def test_progress_is_refreshed_by_the_daemon_without_the_validator_call(project,
     )
     seq.refresh_from_db()
     assert seq.first_unvalidated.sequence_index == 0
-    assert sequence_deadlines_check(now=now + timedelta(days=3), limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=now + timedelta(days=3), limit=100).items == 1
     seq.refresh_from_db()
     assert seq.first_unvalidated.sequence_index == 1
     assert seq.last_progress_time == now + timedelta(days=3)
@@ -128,7 +138,7 @@ def test_too_many_relocations_end_in_error_and_the_host_is_told(project, cpu_app
     host = computer("a")
     host.rpc(now)
     late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
-    assert sequence_deadlines_check(now=late, limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=late, limit=100).items == 1
     seq.refresh_from_db()
     assert seq.state == SequenceState.ERROR
     assert all(wu.error_mask & ErrorMask.CANCELLED for wu in Workunit.objects.filter(sequence=seq))
@@ -156,7 +166,7 @@ def test_a_host_keeping_to_max_result_time_keeps_a_sequence_it_fetched_ahead(pro
     for _ in range(5):
         t += timedelta(days=3)
         host.rpc(t, finish=(host.next_task(seq),), seconds=0)
-        assert sequence_deadlines_check(now=t + timedelta(days=1), limit=100) == 0
+        assert sequence_deadlines_check(project=project, now=t + timedelta(days=1), limit=100).items == 0
     seq.refresh_from_db()
     assert (seq.state, seq.n_relocations) == (SequenceState.ASSIGNED, 0)
 
@@ -166,7 +176,7 @@ def test_a_relocated_sequence_goes_to_another_host_not_back(project, cpu_app, co
     a, b = computer("a"), computer("b")
     a.rpc(now)
     late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
-    assert sequence_deadlines_check(now=late, limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=late, limit=100).items == 1
     a.rpc(late)  # told the sequence is no longer its own
     reply = a.rpc(late + timedelta(minutes=1))
     assert reply.work_sequences_assigned == ()
@@ -180,7 +190,7 @@ def test_a_relocated_sequence_goes_back_to_its_only_host_after_a_delay_bound(pro
     a = computer("a")
     a.rpc(now)
     late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
-    assert sequence_deadlines_check(now=late, limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=late, limit=100).items == 1
     a.rpc(late)  # told the sequence is no longer its own
     assert a.rpc(late + timedelta(days=11)).work_sequences_assigned == ()
     # No other host came within one delay bound (3 x 4 days): the old host may have it back.
@@ -190,7 +200,7 @@ def test_a_relocated_sequence_goes_back_to_its_only_host_after_a_delay_bound(pro
 def test_withdrawn_step_result_is_made_again(project, cpu_app, now):
     _sequence(project, cpu_app, now)
     Result.objects.filter(name="seq_s0_0").update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
-    assert sequence_deadlines_check(now=now, limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=now, limit=100).items == 1
     assert Result.objects.get(name="seq_s0_1").server_state == ServerState.INACTIVE
     # and step 1 now reads the state of the new result
     assert Workunit.objects.get(name="seq_s1").file_refs.filter(file__name="seq_s0_1_0").exists()
@@ -222,6 +232,6 @@ def test_sequence_of_a_deleted_host_is_relocated(project, cpu_app, computer, now
     host = computer("a")
     host.rpc(now)
     Host.objects.filter(id=host.hostid).delete()
-    assert sequence_deadlines_check(now=now + timedelta(hours=1), limit=100) == 1
+    assert sequence_deadlines_check(project=project, now=now + timedelta(hours=1), limit=100).items == 1
     seq.refresh_from_db()
     assert (seq.state, seq.first_undispatched.sequence_index) == (SequenceState.UNASSIGNED, 0)

@@ -3,7 +3,6 @@
 Each daemon is one service taking ``(project, now, limit)`` and returning a DaemonPass; the
 Celery tasks and ``run_daemons`` run it for every project that has not paused it and record a
 DaemonRun under the name the status page uses (apps.portal.selectors.DAEMON_PERIODS).
-The sequence-deadline check is portal-wide (its service takes no project).
 """
 
 from __future__ import annotations
@@ -17,10 +16,11 @@ from django.conf import settings
 from apps.core import clock
 from apps.credit.services import credit_normalize_project
 from apps.projects.models import Project
-from apps.projects.services import DaemonPass, daemon_pass_run, daemon_run_for_projects, projects_active_for
+from apps.projects.services import DaemonPass, daemon_run_for_projects
 from apps.work.services.assimilator import workunits_assimilate
 from apps.work.services.file_deleter import files_delete
 from apps.work.services.purge import workunits_purge
+from apps.work.services.sequence_deadlines import sequence_deadlines_check
 from apps.work.services.transitioner import workunits_transition
 from apps.work.services.validator import workunits_validate
 
@@ -64,17 +64,14 @@ def _feeder(p: Project, now: datetime, o: PassOptions) -> DaemonPass:
     return credit_normalize_project(project=p)
 
 
-def sequence_deadlines_pass(now: datetime, limit: int) -> DaemonPass:
-    """Seed 001's deadline check; imported here so a missing service fails only this daemon."""
-    from apps.work.services.sequences import sequence_deadlines_check  # type: ignore[attr-defined]
-
-    return DaemonPass(items=sequence_deadlines_check(now=now, limit=limit))
+def _sequence_deadlines(p: Project, now: datetime, o: PassOptions) -> DaemonPass:
+    return sequence_deadlines_check(project=p, now=now, limit=o.batch)
 
 
 @dataclass(frozen=True, slots=True)
 class Daemon:
     name: str  # as in DAEMON_PERIODS and Project.paused_daemons
-    run: ProjectDaemon | None  # None: the portal-wide sequence check
+    run: ProjectDaemon
 
 
 # One round, in BOINC's pipeline order: each daemon's output is the next one's input.
@@ -85,7 +82,7 @@ DAEMONS: tuple[Daemon, ...] = (
     Daemon("file_deleter", _file_deleter),
     Daemon("db_purge", _purge),
     Daemon("feeder", _feeder),
-    Daemon("sequence_deadlines", None),
+    Daemon("sequence_deadlines", _sequence_deadlines),
 )
 DAEMONS_BY_NAME = {d.name: d for d in DAEMONS}
 
@@ -94,14 +91,7 @@ def daemon_run(name: str, *, slug: str | None = None, options: PassOptions | Non
     """One recorded pass of the named daemon for every project that has not paused it."""
     daemon = DAEMONS_BY_NAME[name]
     opts = options or PassOptions()
-    if daemon.run is None:
-        if not projects_active_for(daemon=name, slug=slug):
-            return DaemonPass(message="paused")
-        return daemon_pass_run(
-            project=None, daemon=name, run=lambda: sequence_deadlines_pass(clock.now(), opts.batch)
-        )
-    run = daemon.run
-    return daemon_run_for_projects(daemon=name, slug=slug, run=lambda p: run(p, clock.now(), opts))
+    return daemon_run_for_projects(daemon=name, slug=slug, run=lambda p: daemon.run(p, clock.now(), opts))
 
 
 def daemons_round(*, slug: str | None = None, options: PassOptions | None = None) -> dict[str, DaemonPass]:
