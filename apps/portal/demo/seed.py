@@ -54,15 +54,17 @@ def demo_seed(*, now: datetime, scratch: Path, seed: int = 7) -> Project:
     first PAST_JOBS checksum jobs and the sequences were run in the days since, and the
     back end's services replay what they made of it (apps.portal.demo.timeline)."""
     rng = random.Random(seed)
-    project = project_create(
-        slug=DEMO_SLUG,
-        name="Cobblestone Demo",
-        description=(
-            "A demonstration project: a tiny app that checksums its input, with CPU, GPU and "
-            "multi-thread versions, a few volunteers and their computers."
-        ),
-    ).project
+    # All or nothing: a seed that fails half-way leaves no empty demo project behind, which
+    # ``seed_demo --if-empty`` would then take as seeded for ever.
     with transaction.atomic():
+        project = project_create(
+            slug=DEMO_SLUG,
+            name="Cobblestone Demo",
+            description=(
+                "A demonstration project: a tiny app that checksums its input, with CPU, GPU and "
+                "multi-thread versions, a few volunteers and their computers."
+            ),
+        ).project
         app, single = _apps(project)
         accounts = _volunteers(project, rng)
         hosts = _hosts(accounts, rng, now)
