@@ -238,6 +238,8 @@ SPECTACULAR_SETTINGS = {
 _broker_dir = VAR_DIR / "broker"
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's transport with messages written whole before a worker can take them.
+    CELERY_BROKER_TRANSPORT = "boincproj.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),
