@@ -9,13 +9,14 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from apps.work.domain.states import AssimilateState
 from apps.work.models import Workunit
 from apps.work.services import workunits_assimilate
 from apps.work.services.assimilator import CLAIM_LEASE
 from tests.backend.conftest import make_wu
+from tests.threads import in_thread
 
 pytestmark = [
     pytest.mark.postgres,
@@ -72,22 +73,6 @@ def ready(project, app, now, name: str) -> Workunit:
     wu = make_wu(project, app, now, name=name, create_results=False)
     Workunit.objects.filter(id=wu.id).update(assimilate_state=AssimilateState.READY)
     return wu
-
-
-def in_thread(target) -> tuple[threading.Thread, list[BaseException]]:  # type: ignore[no-untyped-def]
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            target()
-        except BaseException as exc:  # surfaced by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, errors
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import io
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, connections
+from django.db import connection
 from django.db.models.signals import post_save
 
 from apps.applications.models import App
@@ -25,6 +24,7 @@ from apps.credit.models import PlanClassScale
 from apps.credit.tasks_cross_project import cross_project_task
 from apps.projects.models import DaemonRun
 from tests.factories import AppFactory, AppVersionFactory, ProjectFactory
+from tests.threads import in_thread, wait_for, waiting_on_a_lock
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -33,37 +33,6 @@ pytestmark = [
 ]
 
 SKIPPED = "skipped: another cross-project pass is running"
-
-
-def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            target()
-        except BaseException as exc:  # surfaced by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, errors
-
-
-def waiting_on_a_lock() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0] > 0
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def mixed_app(project, name: str, cpu_plan_class: str, gpu_plan_class: str) -> App:  # type: ignore[no-untyped-def]

@@ -9,53 +9,21 @@ user start, then lets both go on.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from apps.credit.services import CreditJob, CreditWorkunit, credit_grant, credit_update_stats
 from apps.volunteers.models import Account, CreditHistory
 from tests.factories import AccountFactory, AppFactory, AppVersionFactory, HostFactory, ProjectFactory
+from tests.threads import in_thread, wait_for, waiting_on_a_lock
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.postgres,
     pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writer at a time"),
 ]
-
-
-def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            target()
-        except BaseException as exc:  # surfaced by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, errors
-
-
-def waiting_on_a_lock() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0] > 0
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("earlier_grant_today", [True, False], ids=["history-row-exists", "first-of-day"])
