@@ -23,15 +23,14 @@ from datetime import datetime, time, timedelta
 
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import (
-    HostOutcome,
     credit_normalize_app,
     credit_update_stats,
-    host_app_versions_record_outcomes,
 )
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.models import Result, Workunit
 from apps.work.services.assimilator import workunits_assimilate
+from apps.work.services.host_outcomes import results_record_outcome
 from apps.work.services.transitioner import workunit_transition, workunits_transition
 from apps.work.services.validator import workunits_validate
 
@@ -114,19 +113,7 @@ def _transition(workunit: Workunit, now: datetime) -> None:
 
 
 def _judge(result: Result, outcome: JobOutcome, now: datetime) -> None:
-    host_app_versions_record_outcomes(
-        outcomes=[
-            HostOutcome(
-                host_id=result.host_id,
-                app_id=result.app_id,
-                app_version_id=result.app_version_id,
-                anonymous_proc_type=result.anonymous_proc_type,
-                outcome=outcome,
-                delay_bound=result.workunit.delay_bound,
-            )
-        ],
-        now=now,
-    )
+    results_record_outcome([result], outcome=outcome, delay_bound=result.workunit.delay_bound, now=now)
 
 
 def _check(daemon: str, outcome: DaemonPass) -> None:
