@@ -87,6 +87,22 @@ def mixed_app(project, worker):
     return app
 
 
+@pytest.fixture
+def mt_app(project, worker):
+    """A multi-thread app (plan class ``mt``) with one job."""
+    app = app_create(project=project, name="mtapp")
+    app_version_add(
+        project=project,
+        app_name="mtapp",
+        version_num=100,
+        platform_name=PLATFORM,
+        plan_class="mt",
+        files=[AppFileSpec(path=worker)],
+    )
+    make_jobs(project, app, 1)
+    return app
+
+
 def make_jobs(project, app, n: int, *, prefix: str = "job", fpops_est: float = 1e11, **kw) -> list:
     jobs = [
         JobSpec(name=f"{prefix}{i}", rsc_fpops_est=fpops_est, rsc_fpops_bound=fpops_est * 100, **kw)

@@ -11,9 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.protocol import GlobalPrefs
-from tests.scheduler.conftest import PLATFORM, make_jobs, make_request, rpc
+from tests.scheduler.conftest import make_jobs, make_request, rpc
 
 pytestmark = pytest.mark.django_db
 
@@ -39,21 +38,6 @@ def one_per_cpu(project, cpu_app):
     project.save()
     make_jobs(project, cpu_app, 40)
     return project
-
-
-@pytest.fixture
-def mt_app(project, worker):
-    app = app_create(project=project, name="mtapp")
-    app_version_add(
-        project=project,
-        app_name="mtapp",
-        version_num=100,
-        platform_name=PLATFORM,
-        plan_class="mt",
-        files=[AppFileSpec(path=worker)],
-    )
-    make_jobs(project, app, 1)
-    return app
 
 
 def test_a_quarter_of_16_cpus_gets_the_jobs_per_rpc_of_4(client, one_per_cpu, account):

@@ -9,7 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.core import clock
 from apps.core.domain.resources import ProcType
 from apps.hosts.models import Host, HostCoproc
@@ -17,7 +16,7 @@ from apps.scheduler.domain.policy import effective_instances
 from apps.scheduler.services import work_need
 from apps.scheduler.services.context import RpcContext
 from tests.factories import HostFactory
-from tests.scheduler.conftest import GPU, PLATFORM, make_jobs, make_request, rpc
+from tests.scheduler.conftest import GPU, make_jobs, make_request, rpc
 
 CPU, NVIDIA, ATI = ProcType.CPU, ProcType.NVIDIA, ProcType.ATI
 
@@ -162,17 +161,7 @@ def test_the_work_request_caps_jobs_but_spreads_its_delay_over_the_reported_inst
 
 
 @pytest.mark.django_db
-def test_a_multi_thread_version_is_sized_for_the_capped_cpus(client, project, account, worker):
-    app = app_create(project=project, name="mtapp")
-    app_version_add(
-        project=project,
-        app_name="mtapp",
-        version_num=100,
-        platform_name=PLATFORM,
-        plan_class="mt",
-        files=[AppFileSpec(path=worker)],
-    )
-    make_jobs(project, app, 1)
+def test_a_multi_thread_version_is_sized_for_the_capped_cpus(client, project, account, mt_app):
     reply = rpc(client, project, claiming(account, ncpus=1_000_000))
     assert [v.avg_ncpus for v in reply.app_versions] == [64]
 
