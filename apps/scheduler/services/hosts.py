@@ -113,7 +113,8 @@ def host_identify(ctx: RpcContext) -> Host:
         )
         ctx.reattached = host is not None
     if host is None:
-        host = Host(project=ctx.project, account=account)
+        # A new computer starts in the volunteer's default location (BOINC's user.venue).
+        host = Host(project=ctx.project, account=account, venue=account.venue)
     # The client must be told its host id whenever its own idea differs (then it resets rpc_seqno).
     ctx.new_host = host.pk is None or host.pk != req.hostid
     # The previous RPC's day, for the daily job counters, before this RPC overwrites it.
