@@ -126,7 +126,11 @@ class Block:
         return element
 
     def block(
-        self, tag: str, indent: str = "", close_indent: str | None = None, attrib: dict[str, str] | None = None
+        self,
+        tag: str,
+        indent: str = "",
+        close_indent: str | None = None,
+        attrib: dict[str, str] | None = None,
     ) -> Block:
         """A child element to fill; use it as ``with parent.block(...) as child:``."""
         _check_tag(tag)
