@@ -9,9 +9,10 @@ from django.db.models import Count, Q, QuerySet
 from apps.core.domain.resources import COBBLESTONE_SCALE
 from apps.credit.domain import default_pfc
 from apps.hosts.models import Host
-from apps.portal.task_states import AWAITING_VALIDATION, FILTERS, TaskFilter, TaskState
+from apps.portal.task_states import AWAITING_VALIDATION, FILTERS, TaskFilter
 from apps.projects.models import Project
 from apps.volunteers.models import Account
+from apps.work.domain.result_status import TaskState
 from apps.work.models import Result, Workunit
 
 

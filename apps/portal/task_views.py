@@ -13,15 +13,10 @@ from django.shortcuts import get_object_or_404, render
 
 from apps.hosts.models import Host
 from apps.portal import task_selectors as sel
-from apps.portal.task_states import (
-    FILTER_LABELS,
-    TaskFilter,
-    task_credit_pending,
-    task_filter_parse,
-    task_status_text,
-)
+from apps.portal.task_states import FILTER_LABELS, TaskFilter, task_filter_parse
 from apps.portal.volunteer_session import id_param, page_account
 from apps.projects.models import Project
+from apps.work.domain.result_status import task_credit_pending, task_status_text
 from apps.work.models import Result
 
 TASKS_PER_PAGE = 20

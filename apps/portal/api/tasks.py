@@ -17,15 +17,10 @@ from rest_framework.response import Response
 from apps.core.api.schema import BAD_REQUEST, FORBIDDEN, NOT_FOUND
 from apps.hosts.models import Host
 from apps.portal import task_selectors as sel
-from apps.portal.task_states import (
-    FILTER_NAMES,
-    TaskFilter,
-    task_credit_pending,
-    task_filter_parse,
-    task_status_text,
-)
+from apps.portal.task_states import FILTER_NAMES, TaskFilter, task_filter_parse
 from apps.projects.models import Project
 from apps.volunteers.models import Account
+from apps.work.domain.result_status import task_credit_pending, task_status_text
 from apps.work.models import Result
 
 
