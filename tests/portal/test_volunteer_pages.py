@@ -87,6 +87,7 @@ def test_host_page_shows_hardware_and_per_version_statistics(client, account):
     assert "16 processors" in body
     assert str(hav.app_version) in body
     assert "25.0 %" in body
+    assert "3.0 GFLOPS" in body  # p_fpops 3e9, not "3,000,000,000 FLOPS"
     assert ">64<" in body
 
 
