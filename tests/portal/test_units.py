@@ -17,7 +17,9 @@ def test_a_jobs_size_is_in_gflop():
     assert gflop(3.6e12) == "3,600 GFLOP"
 
 
-@pytest.mark.parametrize(("fraction", "text"), [(0.0125, "1.2 %"), (0.25, "25.0 %"), (1, "100.0 %"), (None, "")])
+@pytest.mark.parametrize(
+    ("fraction", "text"), [(0.0125, "1.2 %"), (0.25, "25.0 %"), (1, "100.0 %"), (None, "")]
+)
 def test_percent(fraction, text):
     assert percent(fraction) == text
 
