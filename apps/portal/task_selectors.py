@@ -12,7 +12,6 @@ from apps.hosts.models import Host
 from apps.portal.task_states import AWAITING_VALIDATION, FILTERS, TaskFilter
 from apps.projects.models import Project
 from apps.volunteers.models import Account
-from apps.work.domain.result_status import TaskState
 from apps.work.models import Result, Workunit
 
 
@@ -64,16 +63,6 @@ def task_summary(
         counts={f: counts[f.name] for f in TaskFilter},
         granted_credit=total,
         pending_credit=estimate,
-    )
-
-
-def task_state(result: Result) -> TaskState:
-    return TaskState(
-        server_state=result.server_state,
-        outcome=result.outcome,
-        validate_state=result.validate_state,
-        client_state=result.client_state,
-        exit_status=result.exit_status,
     )
 
 

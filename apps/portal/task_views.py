@@ -16,7 +16,7 @@ from apps.portal import task_selectors as sel
 from apps.portal.task_states import FILTER_LABELS, TaskFilter, task_filter_parse
 from apps.portal.volunteer_session import id_param, page_account
 from apps.projects.models import Project
-from apps.work.domain.result_status import task_credit_pending, task_status_text
+from apps.work.domain.result_status import task_credit_pending, task_state_of, task_status_text
 from apps.work.models import Result
 
 TASKS_PER_PAGE = 20
@@ -31,7 +31,7 @@ def _rows(results: list[Result]) -> list[tuple[Result, str, bool]]:
     """Each task with its Status text and whether its credit is pending."""
     out = []
     for r in results:
-        state = sel.task_state(r)
+        state = task_state_of(r)
         out.append((r, task_status_text(state), task_credit_pending(state)))
     return out
 
@@ -83,7 +83,7 @@ def result(request: HttpRequest, slug: str) -> HttpResponse:
     )
     if task is None:
         raise Http404("no such task")
-    state = sel.task_state(task)
+    state = task_state_of(task)
     return render(
         request,
         "portal/tasks/result.html",

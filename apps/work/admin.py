@@ -12,7 +12,7 @@ from apps.core import clock
 from apps.core.admin_base import indexed_search
 from apps.projects.models import Project
 from apps.work import services
-from apps.work.domain.result_status import TaskState, task_status_text
+from apps.work.domain.result_status import task_state_of, task_status_text
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
 from apps.work.services import sequences
 from apps.work.services.sequence_hooks import EXTEND_BY
@@ -137,15 +137,7 @@ class ResultAdmin(admin.ModelAdmin):
     @admin.display(description="Status")
     def status(self, obj: Result) -> str:
         """BOINC's one phrase for the server state, outcome, validate and client states."""
-        return task_status_text(
-            TaskState(
-                server_state=obj.server_state,
-                outcome=obj.outcome,
-                validate_state=obj.validate_state,
-                client_state=obj.client_state,
-                exit_status=obj.exit_status,
-            )
-        )
+        return task_status_text(task_state_of(obj))
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Result], search_term: str

@@ -20,47 +20,26 @@ from apps.portal import task_selectors as sel
 from apps.portal.task_states import FILTER_NAMES, TaskFilter, task_filter_parse
 from apps.projects.models import Project
 from apps.volunteers.models import Account
-from apps.work.domain.result_status import task_credit_pending, task_status_text
+from apps.work.api.serializers import ResultSerializer
+from apps.work.domain.result_status import task_credit_pending, task_state_of, task_status_text
 from apps.work.models import Result
 
 
-class TaskSerializer(serializers.ModelSerializer):
-    workunit = serializers.IntegerField(source="workunit_id")
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+class TaskSerializer(ResultSerializer):
+    """A result as the task pages show it: the operators' result fields, its account, and
+    BOINC's Status phrase and Credit column."""
+
     status = serializers.SerializerMethodField(help_text="BOINC's Status column (state_string)")
     credit = serializers.SerializerMethodField(help_text='"pending", the granted credit, or null')
 
-    class Meta:
-        model = Result
-        fields = [
-            "id",
-            "name",
-            "workunit",
-            "app",
-            "host",
-            "account",
-            "sent_time",
-            "report_deadline",
-            "received_time",
-            "status",
-            "server_state",
-            "outcome",
-            "validate_state",
-            "client_state",
-            "exit_status",
-            "elapsed_time",
-            "cpu_time",
-            "credit",
-            "granted_credit",
-            "version_num",
-            "plan_class",
-        ]
+    class Meta(ResultSerializer.Meta):
+        fields = [*ResultSerializer.Meta.fields, "account", "status", "credit"]
 
     def get_status(self, result: Result) -> str:
-        return task_status_text(sel.task_state(result))
+        return task_status_text(task_state_of(result))
 
     def get_credit(self, result: Result) -> str | float | None:
-        if task_credit_pending(sel.task_state(result)):
+        if task_credit_pending(task_state_of(result)):
             return "pending"
         return result.granted_credit if result.granted_credit > 0 else None
 

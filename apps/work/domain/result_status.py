@@ -8,6 +8,7 @@ state; its pages show one phrase per combination.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from apps.work.domain.states import (
     EXIT_ABORTED_BY_PROJECT,
@@ -57,6 +58,26 @@ _OTHER_OUTCOMES = {
     Outcome.VALIDATE_ERROR: "Validate error",
     Outcome.CLIENT_DETACHED: "Abandoned",
 }
+
+
+class ResultStateRow(Protocol):
+    """Anything with a result's state columns (a model row, a serializer's instance)."""
+
+    server_state: int
+    outcome: int
+    validate_state: int
+    client_state: int
+    exit_status: int
+
+
+def task_state_of(row: ResultStateRow) -> TaskState:
+    return TaskState(
+        server_state=row.server_state,
+        outcome=row.outcome,
+        validate_state=row.validate_state,
+        client_state=row.client_state,
+        exit_status=row.exit_status,
+    )
 
 
 def task_status_text(state: TaskState) -> str:
