@@ -7,6 +7,7 @@ page (prefs.php?subset=project).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from django.contrib import messages
@@ -66,7 +67,7 @@ def prefs_edit(request: HttpRequest, project: Project, account: Account) -> Http
     form = ComputingPrefsForm(request.POST or None, prefs=current)
     if request.method == "POST" and form.is_valid():
         edited = form.prefs()
-        new = doc.with_venue(venue, edited) if venue else type(doc)(doc.mod_time, edited, doc.venues)
+        new = doc.with_venue(venue, edited) if venue else replace(doc, primary=edited)
         account_global_prefs_set(account=account, prefs=new, now=clock.now())
         messages.success(request, SAVED)
         return _back(project)
