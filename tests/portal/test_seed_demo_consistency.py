@@ -52,6 +52,12 @@ def test_team_recent_average_is_the_sum_of_its_members(demo):
     assert team.expavg_credit == pytest.approx(members, rel=1e-9)
 
 
+def test_each_users_recent_average_is_the_sum_of_their_credit_by_application(demo):
+    for account in with_credit(Account, demo):
+        per_app = UserAppCredit.objects.filter(account=account).aggregate(avg=Sum("expavg"))["avg"]
+        assert per_app == pytest.approx(account.expavg_credit, rel=1e-9), account.name
+
+
 def test_each_users_recent_average_is_the_sum_of_their_computers(demo):
     for account in with_credit(Account, demo):
         hosts = sum(h.expavg_credit for h in account.hosts.all())
