@@ -195,6 +195,28 @@ LOGIN_URL = "/admin/login/"
 # Scheduler requests are small; uploads stream and are bounded by max_nbytes.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 4 * 1024 * 1024)
 
+# --- Email ---------------------------------------------------------------------
+# Password reset links, team founder requests, address-change notices. Printed on the
+# console (the web process's output) unless an SMTP server is named.
+EMAIL_HOST = env("EMAIL_HOST", "")
+EMAIL_BACKEND = env(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive: set one")
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "cobblestone@localhost")
+# How long a password reset link works (seconds; Django's default, three days).
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT", 3 * 86400)
+
 # --- Cobblestone --------------------------------------------------------------
 COBBLESTONE_DATA_DIR = Path(env("COBBLESTONE_DATA_DIR", str(VAR_DIR / "data")))
 COBBLESTONE_BASE_URL = env("COBBLESTONE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")

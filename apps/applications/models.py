@@ -198,6 +198,7 @@ class PlanClass(models.Model):
 
     class Meta:
         ordering = ["name"]
+        verbose_name_plural = "plan classes"
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="planclass_unique_name")]
 
     def __str__(self) -> str:

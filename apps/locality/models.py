@@ -75,6 +75,7 @@ class NeedWork(models.Model):
 
     class Meta:
         ordering = ["-requested_time"]
+        verbose_name = "need-work signal"
         indexes = [models.Index(fields=["file", "handled_time"], name="needwork_pending")]
         constraints = [
             # One pending signal per file: concurrent RPCs for the same file share it.

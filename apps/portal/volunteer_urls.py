@@ -1,5 +1,8 @@
+"""Volunteer pages under each project's master URL, with BOINC's page names."""
+
 from django.urls import path
 
+from apps.portal import account_views, password_views, prefs_views, task_views, team_views
 from apps.portal import volunteer_views as v
 
 app_name = "volunteers"
@@ -11,4 +14,40 @@ urlpatterns = [
     path("<slug:slug>/top_users.php", v.top_users, name="top_users"),
     path("<slug:slug>/top_hosts.php", v.top_hosts, name="top_hosts"),
     path("<slug:slug>/top_teams.php", v.top_teams, name="top_teams"),
+    # Tasks.
+    path("<slug:slug>/results.php", task_views.results, name="results"),
+    path("<slug:slug>/result.php", task_views.result, name="result"),
+    path("<slug:slug>/workunit.php", task_views.workunit, name="workunit"),
+    # Teams.
+    path("<slug:slug>/team_create.php", team_views.create, name="team_create"),
+    path("<slug:slug>/team_edit.php", team_views.edit, name="team_edit"),
+    path("<slug:slug>/team_join.php", team_views.join, name="team_join"),
+    path("<slug:slug>/team_quit.php", team_views.quit_team, name="team_quit"),
+    path("<slug:slug>/team_change_founder.php", team_views.change_founder, name="team_change_founder"),
+    path("<slug:slug>/team_founder_transfer.php", team_views.founder_transfer, name="team_founder_transfer"),
+    # Account.
+    path("<slug:slug>/edit_user_info.php", account_views.edit_user_info, name="edit_user_info"),
+    path("<slug:slug>/edit_email.php", account_views.edit_email, name="edit_email"),
+    path("<slug:slug>/edit_passwd.php", account_views.edit_passwd, name="edit_passwd"),
+    path("<slug:slug>/get_passwd.php", password_views.PasswordResetView.as_view(), name="password_reset"),
+    path(
+        "<slug:slug>/get_passwd.php/sent/",
+        password_views.PasswordResetDoneView.as_view(),
+        name="password_reset_done",
+    ),
+    path(
+        "<slug:slug>/reset_passwd/<uidb64>/<token>/",
+        password_views.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "<slug:slug>/reset_passwd/done/",
+        password_views.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
+    # Computing preferences.
+    path("<slug:slug>/prefs.php", prefs_views.prefs, name="prefs"),
+    path("<slug:slug>/prefs_edit.php", prefs_views.prefs_edit, name="prefs_edit"),
+    path("<slug:slug>/prefs_remove.php", prefs_views.prefs_remove, name="prefs_remove"),
+    path("<slug:slug>/host_venue_action.php", prefs_views.host_venue, name="host_venue"),
 ]

@@ -12,11 +12,13 @@ from django.shortcuts import get_object_or_404, render
 
 from apps.hosts.models import Host
 from apps.portal import volunteer_selectors as sel
-from apps.portal.charts import credit_chart_svg
+from apps.portal.charts import credit_chart_html
 from apps.portal.records import host_record, team_record, user_record
+from apps.portal.volunteer_session import page_account
 from apps.projects.models import Project
 from apps.protocol.stats_xml import render_record
 from apps.volunteers.models import Account, Team
+from apps.volunteers.services import VENUE_CHOICES
 
 PAGE_SIZE = 50
 XML = "text/xml; charset=utf-8"
@@ -50,7 +52,8 @@ def show_user(request: HttpRequest, slug: str) -> HttpResponse:
             "account": account,
             "hosts": hosts,
             "apps": sel.app_breakdown(account),
-            "chart": credit_chart_svg(history, label=f"Total credit of {account.name}"),
+            "is_me": (me := page_account(request, project)) is not None and me.pk == account.pk,
+            "chart": credit_chart_html(history, label=f"Total credit of {account.name}"),
         },
     )
 
@@ -71,6 +74,8 @@ def show_host_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "coprocs": host.coprocs.all(),
             "versions": sel.host_version_stats(host, project),
             "owner": host.account if host.account.show_hosts else None,
+            "is_mine": (me := page_account(request, project)) is not None and me.pk == host.account_id,
+            "venue_choices": VENUE_CHOICES,
         },
     )
 
@@ -92,8 +97,10 @@ def team_display(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "project": project,
             "team": team,
+            "me": page_account(request, project),
+            "nusers": team.members.count(),
             "members": members,
-            "chart": credit_chart_svg(history, label=f"Total credit of team {team.name}"),
+            "chart": credit_chart_html(history, label=f"Total credit of team {team.name}"),
         },
     )
 

@@ -125,10 +125,16 @@ class Block:
         self._attach(indent).append(element)
         return element
 
-    def block(self, tag: str, indent: str = "", close_indent: str | None = None) -> Block:
+    def block(
+        self,
+        tag: str,
+        indent: str = "",
+        close_indent: str | None = None,
+        attrib: dict[str, str] | None = None,
+    ) -> Block:
         """A child element to fill; use it as ``with parent.block(...) as child:``."""
         _check_tag(tag)
-        self._attach(indent).append(f"<{tag}>")
+        self._attach(indent).append(f"<{tag}{_attributes(tag, attrib)}>" if attrib else f"<{tag}>")
         return Block(self._parts, tag, indent if close_indent is None else close_indent)
 
     def raw(self, tag: str, content: str, indent: str = "") -> None:

@@ -5,7 +5,9 @@ no_cpu and no_gpus resource preferences), "Run test applications?" (BOINC's
 allow_beta_work), which lets the scheduler send beta app versions and the jobs of beta
 apps to this volunteer, and BOINC's two privacy preferences: whether the project's pages
 link the volunteer's computers to them (show_hosts) and whether the statistics export
-lists them (the STATSEXPORT consent).
+lists them (the STATSEXPORT consent). Also the default location (venue) of the volunteer's
+new computers, which BOINC asks on this page too; computing preferences are
+prefs.php?subset=global (apps.portal.prefs_views).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from django.urls import reverse
 from apps.projects.models import Project
 from apps.scheduler.account_pages import session_account, stats_export_consent_field
 from apps.scheduler.services.prefs import account_project_prefs_set
+from apps.volunteers.services import VENUE_CHOICES, account_venue_set
 
 
 class ProjectPrefsForm(forms.Form):
@@ -38,6 +41,12 @@ class ProjectPrefsForm(forms.Form):
         help_text="When off, your computers are still listed, but not linked to you.",
     )
     stats_export_consent = stats_export_consent_field()
+    default_venue = forms.ChoiceField(
+        label="Default computer location",
+        choices=VENUE_CHOICES,
+        required=False,
+        help_text="New computers start at this location and use its computing preferences, if it has its own.",
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -63,6 +72,7 @@ def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:
         "allow_beta_work": account.allow_beta_work,
         "show_hosts": account.show_hosts,
         "stats_export_consent": account.stats_export_consent,
+        "default_venue": account.venue,
     }
     # An unticked box is simply absent: a POST may carry no field at all and still be a choice.
     form = ProjectPrefsForm(request.POST if request.method == "POST" else None, initial=initial)
@@ -76,6 +86,7 @@ def account_prefs(request: HttpRequest, slug: str) -> HttpResponse:
             show_hosts=data["show_hosts"],
             stats_export_consent=data["stats_export_consent"],
         )
+        account_venue_set(account=account, venue=data["default_venue"] or "")
         messages.success(
             request, "Your preferences are saved; your computers use them from their next request."
         )

@@ -60,6 +60,20 @@ class Team(models.Model):
     url = models.URLField(blank=True)
     description = models.TextField(blank=True)
     country = models.CharField(max_length=100, blank=True)
+    joinable = models.BooleanField(default=True, help_text="Whether volunteers may join the team")
+    # BOINC's founder transfer: a member's request (ping_user, ping_time) the founder may
+    # answer; unanswered for 60 days, the member may take the team over.
+    ping_user = models.ForeignKey(
+        "volunteers.Account",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The member who asked to become founder",
+    )
+    ping_time = models.DateTimeField(
+        null=True, blank=True, help_text="When foundership was last requested (empty: never)"
+    )
     create_time = models.DateTimeField(auto_now_add=True)
     total_credit = models.FloatField(default=0)
     expavg_credit = models.FloatField(default=0, help_text="Recent average credit (half-life one week)")
@@ -93,7 +107,12 @@ class Account(models.Model):
     show_hosts = models.BooleanField(default=True)
     stats_export_consent = models.BooleanField(default=True)
     project_prefs = models.TextField(blank=True, help_text="<project_preferences> body")
-    global_prefs = models.TextField(blank=True)
+    global_prefs = models.TextField(blank=True, help_text="<global_preferences> body (computing preferences)")
+    venue = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="Default location of new computers (home, school, work; empty: none), as BOINC's user.venue",
+    )
     no_gpus = models.BooleanField(default=False, help_text="Project preference: do not use GPUs")
     no_cpu = models.BooleanField(default=False, help_text="Project preference: do not use the CPU")
     allow_beta_work = models.BooleanField(
@@ -148,6 +167,11 @@ class Account(models.Model):
         self.passwd_hash = make_passwd_hash(digest)
         if self.pk is not None:
             self.save(update_fields=["passwd_hash"])
+
+    @property
+    def email(self) -> str:
+        """The address under the name Django's password-reset form sends to."""
+        return self.email_addr
 
     @property
     def email_hash(self) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +56,54 @@ def admin_login(page, base_url: str, username: str, password: str) -> None:  # t
     page.click("input[type=submit]")
     expect(page.locator("#site-name")).to_be_visible()
     expect(page).not_to_have_url(re.compile(r"/admin/login/"))
+
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "var" / "test-artifacts" / "browser"
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+class Looker:
+    """Looks at the page at each width: a screenshot kept under var/test-artifacts/browser/
+    (git-ignored), then the check that the page does not scroll sideways. The page is left
+    at the last width, where the test goes on."""
+
+    def __init__(self, folder: Path, widths: tuple[dict[str, int], ...]) -> None:
+        self.folder = folder
+        self.widths = widths
+        self.count = 0
+        self.seen: list[str] = []
+
+    def __call__(self, page, name: str) -> None:  # type: ignore[no-untyped-def]
+        self.count += 1
+        self.seen.append(name)
+        problems = []
+        for size in self.widths:
+            page.set_viewport_size(size)
+            overflow = page.evaluate(
+                "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            shot = self.folder / f"{self.count:02d}-{name}-{size['width']}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            if overflow > 0:
+                problems.append(f"{name} scrolls sideways by {overflow}px at {size['width']}px ({page.url})")
+        assert problems == []
+
+
+def _looker(request: pytest.FixtureRequest, widths: tuple[dict[str, int], ...]) -> Looker:
+    folder = ARTIFACTS / re.sub(r"[^\w.-]+", "_", request.node.name)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return Looker(folder, widths)
+
+
+@pytest.fixture
+def look_phone_last(request: pytest.FixtureRequest) -> Looker:
+    """Looks at desktop then phone width, and leaves the page at phone width."""
+    return _looker(request, (DESKTOP, PHONE))
+
+
+@pytest.fixture
+def look_desktop_last(request: pytest.FixtureRequest) -> Looker:
+    """Looks at phone then desktop width, and leaves the page at desktop width."""
+    return _looker(request, (PHONE, DESKTOP))

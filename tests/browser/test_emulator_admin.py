@@ -12,7 +12,7 @@ from tests.factories import AppFactory, AppVersionFactory, ProjectFactory, Worku
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_admin_runs_a_scenario_and_sees_the_chart(live_server, page):
+def test_admin_runs_a_scenario_and_sees_the_chart(live_server, page, look_desktop_last):
     get_user_model().objects.create_superuser("boss", "boss@example.com", "s3cret-pass")
     project = ProjectFactory(slug="B", name="Project B")
     app = AppFactory(project=project, name="search")
@@ -36,3 +36,4 @@ def test_admin_runs_a_scenario_and_sees_the_chart(live_server, page):
     assert page.locator("#emulation-comparison tbody tr").count() == 3
     gpu_bands = page.locator('.emulation-chart[data-policy="v6-gpu"] svg polygon')
     assert gpu_bands.count() >= 2  # A on the GPU; B on the CPU and the GPU
+    look_desktop_last(page, "emulation")  # the timelines scroll in place on a phone, not the page

@@ -12,13 +12,11 @@ T0 = 1_700_000_000.0
 DAY = 86400.0
 
 
-def test_first_update_is_work_per_day_since_the_job_was_sent():
-    assert update_rac(0.0, 0.0, 100.0, T0, work_start_time=T0 - 2 * DAY) == (50.0, T0)
+IMPULSE = math.log(2) * DAY / CREDIT_HALF_LIFE  # what one credit adds at once
 
 
-def test_first_update_without_a_start_time_uses_the_small_interval_limit():
-    avg, _ = update_rac(0.0, 0.0, 100.0, T0)
-    assert avg == math.log(2) * 100.0 * DAY / CREDIT_HALF_LIFE
+def test_first_update_adds_the_grants_impulse():
+    assert update_rac(0.0, 0.0, 100.0, T0) == (100.0 * IMPULSE, T0)
 
 
 def test_one_half_life_without_work_halves_the_average():
@@ -27,22 +25,31 @@ def test_one_half_life_without_work_halves_the_average():
     assert avg_time == T0 + CREDIT_HALF_LIFE
 
 
-def test_work_is_spread_over_the_days_since_the_last_update():
-    avg, _ = update_rac(0.0, T0, 100.0, T0 + CREDIT_HALF_LIFE)
-    assert avg == pytest.approx(0.5 * 100.0 / 7, rel=1e-12)
+def test_a_grant_decays_the_old_average_then_adds_its_impulse():
+    avg, _ = update_rac(80.0, T0, 100.0, T0 + CREDIT_HALF_LIFE)
+    assert avg == pytest.approx(40.0 + 100.0 * IMPULSE, rel=1e-12)
 
 
 def test_steady_work_converges_to_credit_per_day():
     avg, t = 0.0, 0.0
     for day in range(1, 200):
-        avg, t = update_rac(avg, t, 30.0, T0 + day * DAY, work_start_time=T0 + (day - 1) * DAY)
-    assert avg == pytest.approx(30.0, rel=1e-6)
+        avg, t = update_rac(avg, t, 30.0, T0 + day * DAY)
+    # Just after each day's grant; the day's mean of the decaying average is 30.
+    after_grant = 30.0 * IMPULSE / (1 - 0.5 ** (DAY / CREDIT_HALF_LIFE))
+    assert avg == pytest.approx(after_grant, rel=1e-6)
+    assert 30.0 < avg < 30.0 * 1.06
 
 
-def test_updates_within_a_moment_use_the_limit_form():
-    avg, _ = update_rac(10.0, T0, 5.0, T0 + 1e-3)
-    decay = math.exp(-1e-3 * math.log(2) / CREDIT_HALF_LIFE)
-    assert avg == pytest.approx(10.0 * decay + math.log(2) * 5.0 * DAY / CREDIT_HALF_LIFE, rel=1e-12)
+def test_a_teams_average_is_the_sum_of_its_members_whatever_the_update_times():
+    team = (0.0, 0.0)
+    members = {"ada": (0.0, 0.0), "grace": (0.0, 0.0)}
+    grants = [("ada", T0, 90.0), ("grace", T0 + 3600, 40.0), ("ada", T0 + 2 * DAY, 10.0)]
+    for who, when, work in grants:
+        members[who] = update_rac(*members[who], work, when)
+        team = update_rac(*team, work, when)
+    end = T0 + 3 * DAY
+    summed = sum(decay_rac(*row, end)[0] for row in members.values())
+    assert decay_rac(*team, end)[0] == pytest.approx(summed, rel=1e-12)
 
 
 def test_clock_going_backwards_counts_as_no_time():

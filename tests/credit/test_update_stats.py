@@ -58,3 +58,21 @@ def test_users_without_credit_get_no_history(now):
     account = AccountFactory(total_credit=0.0)
     assert credit_update_stats(project=account.project, now=now).items == 0
     assert not CreditHistory.objects.exists()
+
+
+def test_credit_per_app_decays_with_the_users_and_teams(account, team, now):
+    from apps.credit.models import TeamAppCredit, UserAppCredit
+    from tests.factories import AppFactory
+
+    app = AppFactory(project=account.project)
+    then = (now - timedelta(days=7)).timestamp()
+    Account.objects.filter(pk=account.pk).update(expavg_credit=10.0, expavg_time=then)
+    UserAppCredit.objects.create(account=account, app=app, total=100.0, expavg=10.0, expavg_time=then)
+    TeamAppCredit.objects.create(team=team, app=app, total=100.0, expavg=10.0, expavg_time=then)
+
+    credit_update_stats(project=account.project, now=now)
+
+    user_app = UserAppCredit.objects.get()
+    assert user_app.expavg == pytest.approx(Account.objects.get(pk=account.pk).expavg_credit)
+    assert user_app.expavg == pytest.approx(5.0)
+    assert TeamAppCredit.objects.get().expavg == pytest.approx(5.0)

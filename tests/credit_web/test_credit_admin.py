@@ -31,8 +31,8 @@ def test_view_shows_each_versions_scale_and_min_avg_pfc(admin_client, mixed_app)
     App.objects.filter(pk=mixed_app.pk).update(min_avg_pfc=0.25)
     body = admin_client.get(url(mixed_app)).content.decode()
     assert 'id="version-scales"' in body
-    assert '<td class="pfc-scale">0.1</td>' in body
-    assert '<td class="pfc-scale">1</td>' in body
+    assert '<td class="pfc-scale" data-label="pfc_scale">0.1</td>' in body
+    assert '<td class="pfc-scale" data-label="pfc_scale">1</td>' in body
     assert '<td id="min-avg-pfc">0.25</td>' in body
 
 

@@ -234,13 +234,20 @@ def test_serving_is_read_only_and_needs_an_export(client, project, people, now):
     assert client.get("/stats/stats/user.gz").status_code == 404
 
 
-def test_project_home_links_the_files(client, project):
+def test_project_home_links_the_files_once_exported(client, project, people, now):
+    stats_export_write(project=project, now=now)
     body = client.get("/stats/").content.decode()
     assert "Statistics export" in body
     for name in ("tables.xml", "user.gz", "host.gz", "team.gz", "user_deleted.gz", "host_deleted.gz"):
         assert f'href="/stats/stats/{name}"' in body
     assert 'href="/stats/app_version_scales.xml"' in body
     assert 'href="/api/v1/projects/stats/app_version_scales/"' in body
+
+
+def test_project_home_links_no_file_before_the_first_export(client, project):
+    body = client.get("/stats/").content.decode()
+    assert 'href="/stats/stats/' not in body
+    assert "once it has run for the first time" in body
 
 
 def test_command_writes_one_project_and_records_a_run(project, people, capsys):

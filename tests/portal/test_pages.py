@@ -31,7 +31,7 @@ def test_master_page_lists_app_versions(client):
     )
     body = client.get("/alpha/").content.decode()
     assert "Protein folder" in body
-    assert f"{version.platform.name} 100 (cuda)" in body
+    assert f"{version.platform.name} 1.00 (cuda)" in body
 
 
 def test_unknown_project_is_a_404(client):

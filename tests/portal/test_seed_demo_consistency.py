@@ -46,6 +46,24 @@ def test_team_total_is_the_sum_of_its_members(demo):
     assert team.total_credit == pytest.approx(sum(a.total_credit for a in team.members.all()))
 
 
+def test_team_recent_average_is_the_sum_of_its_members(demo):
+    [team] = with_credit(Team, demo)
+    members = sum(a.expavg_credit for a in team.members.all())
+    assert team.expavg_credit == pytest.approx(members, rel=1e-9)
+
+
+def test_each_users_recent_average_is_the_sum_of_their_credit_by_application(demo):
+    for account in with_credit(Account, demo):
+        per_app = UserAppCredit.objects.filter(account=account).aggregate(avg=Sum("expavg"))["avg"]
+        assert per_app == pytest.approx(account.expavg_credit, rel=1e-9), account.name
+
+
+def test_each_users_recent_average_is_the_sum_of_their_computers(demo):
+    for account in with_credit(Account, demo):
+        hosts = sum(h.expavg_credit for h in account.hosts.all())
+        assert account.expavg_credit == pytest.approx(hosts, rel=1e-9), account.name
+
+
 def test_every_user_team_and_host_with_credit_has_a_recent_average_time(demo):
     rows = [*with_credit(Account, demo), *with_credit(Team, demo), *with_credit(Host, demo)]
     assert [str(r) for r in rows if r.expavg_time <= 0] == []

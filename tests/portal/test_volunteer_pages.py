@@ -4,7 +4,7 @@ import pytest
 from lxml import etree
 
 from apps.credit.models import UserAppCredit
-from apps.portal.charts import credit_chart_svg
+from apps.portal.charts import credit_chart_html
 from apps.volunteers.models import CreditHistory
 from tests.factories import AccountFactory, HostAppVersionFactory, HostFactory, ProjectFactory, TeamFactory
 
@@ -86,7 +86,8 @@ def test_host_page_shows_hardware_and_per_version_statistics(client, account):
     body = client.get(f"/vp/show_host_detail.php?hostid={hav.host_id}").content.decode()
     assert "16 processors" in body
     assert str(hav.app_version) in body
-    assert "0.250" in body
+    assert "25.0 %" in body
+    assert "3.0 GFLOPS" in body  # p_fpops 3e9, not "3,000,000,000 FLOPS"
     assert ">64<" in body
 
 
@@ -119,8 +120,8 @@ def test_top_teams_shows_member_counts(client, account):
 
 
 def test_chart_needs_two_points():
-    assert credit_chart_svg([(date(2026, 1, 1), 5.0)]) == ""
-    assert credit_chart_svg([(date(2026, 1, 1), 5.0), (date(2026, 1, 2), 7.0)]).startswith("<svg")
+    assert credit_chart_html([(date(2026, 1, 1), 5.0)]) == ""
+    assert credit_chart_html([(date(2026, 1, 1), 5.0), (date(2026, 1, 2), 7.0)]).startswith("<figure")
 
 
 def test_user_json_matches_the_page(client, account):

@@ -116,3 +116,15 @@ def test_zero_percent_means_all_cpus(client, one_per_cpu, account):
     zero = GlobalPrefs(raw="<max_ncpus_pct>0</max_ncpus_pct>")
     reply = rpc(client, one_per_cpu, sixteen_cpus(account, working_global_prefs=zero))
     assert len(reply.results) == 16
+
+
+def test_the_accounts_preferences_of_the_hosts_venue_count(client, one_per_cpu, account):
+    from apps.hosts.models import Host
+    from apps.protocol.global_prefs import ComputingPrefs, GlobalPrefsDoc, render_global_prefs
+
+    doc = GlobalPrefsDoc(mod_time=200).with_venue("work", ComputingPrefs(max_ncpus_pct=25))
+    stored_prefs(account, render_global_prefs(doc))
+    first = rpc(client, one_per_cpu, sixteen_cpus(account))
+    Host.objects.filter(pk=first.hostid).update(venue="work")
+    second = rpc(client, one_per_cpu, sixteen_cpus(account, hostid=first.hostid, rpc_seqno=1))
+    assert (len(first.results), len(second.results)) == (16, 4)

@@ -59,3 +59,9 @@ def test_preferences_of_the_same_time_are_neither_sent_nor_stored(client, projec
     )
     assert rpc(client, project, request).global_preferences is None
     assert Account.objects.get(pk=stored.pk).global_prefs == STORED
+
+
+def test_a_new_computer_starts_in_the_accounts_default_venue(client, project, account):
+    account.venue = "school"
+    account.save(update_fields=["venue"])
+    assert rpc(client, project, make_request(account.authenticator)).host_venue == "school"

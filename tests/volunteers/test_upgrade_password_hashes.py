@@ -10,8 +10,8 @@ from django.contrib.auth.hashers import check_password
 from django.core.management import CommandError, call_command
 
 from apps.protocol import parse_account_reply
-from apps.volunteers import services as volunteer_services
 from apps.volunteers.models import Account, make_passwd_hash, passwd_hash
+from apps.volunteers.services import passwords as volunteer_services
 from tests.factories import AccountFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,8 +1,18 @@
-"""Recent average credit (RAC): BOINC's exponentially decaying credit per day.
+"""Recent average credit (RAC): exponentially decaying credit per day.
 
-The average decays with a half-life of one week. Work granted at ``now`` is spread over
-the interval since the last update, so RAC converges to the credit earned per day.
-The same function serves hosts, users, teams and app versions (expavg_credit/expavg_time).
+The average decays with a half-life of one week, and each grant adds its credit at once as
+an impulse: RAC(t) = sum of work_i * ln2 / half_life_days * 2**(-(t - t_i) / half_life).
+That sum converges to the credit earned per day under steady work, and it is additive: a
+team's average is the sum of its members', a user's the sum of their computers' (for the
+credit granted while they belonged), whatever order and times the rows were updated in.
+
+BOINC's update_average differs in two ways that each break that sum. It spreads a grant
+over the interval since the row's last update (so the same grant adds less to a team
+updated an hour ago than to a member idle for a day), and it starts a row with
+work / (now - result.sent_time), which for a first job of a few hours is many times
+its credit per day. A team got that start once, each of its members once too, so the
+members' averages summed to twice the team's. The same function serves hosts, users,
+teams and app versions (expavg_credit/expavg_time).
 """
 
 from __future__ import annotations
@@ -15,36 +25,15 @@ CREDIT_HALF_LIFE = 7 * SECONDS_PER_DAY
 
 
 def update_rac(
-    avg: float,
-    avg_time: float,
-    work: float,
-    now: float,
-    *,
-    work_start_time: float | None = None,
-    half_life: float = CREDIT_HALF_LIFE,
+    avg: float, avg_time: float, work: float, now: float, *, half_life: float = CREDIT_HALF_LIFE
 ) -> tuple[float, float]:
-    """(expavg_credit, expavg_time) after granting ``work`` credits at ``now``.
-
-    avg_time == 0 means no update yet: the first average is work per day since
-    ``work_start_time`` (result.sent_time), or, with no usable start, the small-interval
-    limit below. A clock going backwards counts as no time passed.
-    """
+    """(expavg_credit, expavg_time) after granting ``work`` credits at ``now``: the average
+    decayed from ``avg_time`` (0: no update yet) to ``now``, plus the grant's impulse. A
+    clock going backwards counts as no time passed."""
     if avg_time > 0:
         elapsed = max(now - avg_time, 0.0)
-        decay = math.exp(-elapsed * math.log(2) / half_life)
-        gained = -math.expm1(-elapsed * math.log(2) / half_life)  # 1 - decay, without cancellation
-        avg *= decay
-        if gained > 1e-6:
-            avg += gained * work / (elapsed / SECONDS_PER_DAY)
-        else:
-            # Limit of gained/elapsed_days as elapsed -> 0.
-            avg += math.log(2) * work * SECONDS_PER_DAY / half_life
-    elif work:
-        start = now if work_start_time is None else work_start_time
-        days = (now - start) / SECONDS_PER_DAY
-        # No usable interval: the small-interval limit, as for a quick second update.
-        avg = work / days if days > 0 else math.log(2) * work * SECONDS_PER_DAY / half_life
-    return avg, now
+        avg *= math.exp(-elapsed * math.log(2) / half_life)
+    return avg + math.log(2) * work * SECONDS_PER_DAY / half_life, now
 
 
 def decay_rac(

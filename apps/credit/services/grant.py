@@ -138,13 +138,11 @@ def _grant_amount(wu: CreditWorkunit, claims: Sequence[PfcClaim], app: App, poli
         return min(fallback, cap) if cap > 0 else fallback
 
 
-def _add_credit(row: Host | Account | Team | AppVersion, amount: float, now: float, start: float) -> None:
+def _add_credit(row: Host | Account | Team | AppVersion, amount: float, now: float) -> None:
     """total += amount (where the row has one) and BOINC's recent average credit."""
     if hasattr(row, "total_credit"):
         row.total_credit += amount
-    row.expavg_credit, row.expavg_time = update_rac(
-        row.expavg_credit, row.expavg_time, amount, now, work_start_time=start or None
-    )
+    row.expavg_credit, row.expavg_time = update_rac(row.expavg_credit, row.expavg_time, amount, now)
 
 
 def credit_grant(
@@ -192,7 +190,7 @@ def credit_grant(
         for job in jobs:
             host = hosts.get(job.host_id) if job.host_id else None
             if host is not None:
-                _add_credit(host, amount, now_unix, job.sent_time)
+                _add_credit(host, amount, now_unix)
         update_rows(Host, list(hosts.values()), CREDIT_FIELDS)
         _grant_to_users(app, jobs, amount, now, now_unix)
     return [
@@ -285,7 +283,7 @@ def _write_versions(
         assert isinstance(version, AppVersion)
         # pfc_scale is the feeder's; only the average and the recent credit are written.
         version.pfc = av_stats[version_id].pfc
-        _add_credit(version, credit_by_version[version_id], now, now)
+        _add_credit(version, credit_by_version[version_id], now)
     update_rows(AppVersion, list(versions.values()), _VERSION_FIELDS)
     # As save() would: the scheduler's catalog drops this process's cached versions (their
     # pfc averages) on AppVersion saves. Its receiver looks at version.app: give it the app
@@ -316,14 +314,14 @@ def _grant_to_users(
         account = accounts.get(job.account_id) if job.account_id else None
         if not isinstance(account, Account):
             continue
-        _add_credit(account, amount, now_unix, job.sent_time)
+        _add_credit(account, amount, now_unix)
         team = teams.get(account.team_id) if account.team_id else None
         if team is not None:
-            _add_credit(team, amount, now_unix, job.sent_time)
+            _add_credit(team, amount, now_unix)
         if by_app:
-            _add_app_credit(user_app[account.pk], amount, now_unix, job.sent_time)
+            _add_app_credit(user_app[account.pk], amount, now_unix)
             if team is not None:
-                _add_app_credit(team_app[team.pk], amount, now_unix, job.sent_time)
+                _add_app_credit(team_app[team.pk], amount, now_unix)
     update_rows(Account, list(accounts.values()), CREDIT_FIELDS)
     update_rows(Team, list(teams.values()), CREDIT_FIELDS)
     for model, rows in ((UserAppCredit, user_app), (TeamAppCredit, team_app)):
@@ -406,9 +404,7 @@ def _history(day: date, accounts: dict[int, Model], teams: dict[int, Model]) -> 
     update_rows(CreditHistory, list(changed.values()), ["total_credit", "expavg_credit"])
 
 
-def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float, start: float) -> None:
+def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float) -> None:
     row.njobs += 1
     row.total += amount
-    row.expavg, row.expavg_time = update_rac(
-        row.expavg, row.expavg_time, amount, now, work_start_time=start or None
-    )
+    row.expavg, row.expavg_time = update_rac(row.expavg, row.expavg_time, amount, now)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from apps.credit.domain.rac import decay_rac
+from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.hosts.models import Host
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -14,32 +17,39 @@ from apps.volunteers.models import Account, CreditHistory, Team
 
 
 def credit_update_stats(*, project: Project, now: datetime, batch: int = 1000) -> DaemonPass:
-    """BOINC's update_stats: decay the recent average credit of hosts, users and teams to
-    ``now`` (no new work), and write the day's credit history of users and teams.
+    """BOINC's update_stats: decay the recent average credit of hosts, users and teams (and
+    of users' and teams' credit per app) to ``now`` (no new work), and write the day's credit
+    history of users and teams.
 
     Each chunk of ``batch`` rows is its own transaction with its rows locked, so a
-    validator granting credit meanwhile is neither lost nor decayed twice.
+    validator granting credit meanwhile is neither lost nor decayed twice. Every row is
+    decayed to the same ``now``, so figures shown side by side (a user's average and its
+    per-app ones, a team's and its members') are of the same moment.
     """
     now_unix = now.timestamp()
     rows = 0
     for model in (Host, Account, Team):
-        rows += _decay_all(model, project, now_unix, batch)
+        rows += _decay_all(model.objects.filter(project=project), "expavg_credit", now_unix, batch)
+    rows += _decay_all(UserAppCredit.objects.filter(account__project=project), "expavg", now_unix, batch)
+    rows += _decay_all(TeamAppCredit.objects.filter(team__project=project), "expavg", now_unix, batch)
     history = _history_all(project, now, batch)
     return DaemonPass(items=rows + history, message=f"{rows} decayed, {history} history rows")
 
 
-def _decay_all(model: type[Host | Account | Team], project: Project, now: float, batch: int) -> int:
+def _decay_all(rows: QuerySet[Any], avg_field: str, now: float, batch: int) -> int:
+    """Decay ``avg_field`` (and its ``expavg_time``) of ``rows``, ``batch`` rows a transaction."""
     last_id, count = 0, 0
     while True:
         with transaction.atomic():
             chunk = list(
-                model.objects.select_for_update()
-                .filter(project=project, id__gt=last_id, expavg_time__gt=0)
+                rows.select_for_update(of=("self",))
+                .filter(id__gt=last_id, expavg_time__gt=0)
                 .order_by("id")[:batch]
             )
             for row in chunk:
-                row.expavg_credit, row.expavg_time = decay_rac(row.expavg_credit, row.expavg_time, now)
-            model.objects.bulk_update(chunk, ["expavg_credit", "expavg_time"])
+                avg, row.expavg_time = decay_rac(getattr(row, avg_field), row.expavg_time, now)
+                setattr(row, avg_field, avg)
+            rows.model.objects.bulk_update(chunk, [avg_field, "expavg_time"])
         count += len(chunk)
         if len(chunk) < batch:
             return count

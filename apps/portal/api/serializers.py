@@ -10,7 +10,17 @@ class UserSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Account
-        fields = ["id", "name", "country", "create_time", "total_credit", "expavg_credit", "cpid", "team"]
+        fields = [
+            "id",
+            "name",
+            "country",
+            "url",
+            "create_time",
+            "total_credit",
+            "expavg_credit",
+            "cpid",
+            "team",
+        ]
 
     def get_cpid(self, account: Account) -> str | None:
         # The cross-project id links a user across projects: only with stats export consent.
@@ -43,6 +53,8 @@ class HostSerializer(serializers.ModelSerializer):
 
 class TeamSerializer(serializers.ModelSerializer):
     founder = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    founder_id = serializers.IntegerField(read_only=True, allow_null=True)
+    nusers = serializers.IntegerField(read_only=True, help_text="Members")
 
     class Meta:
         model = Team
@@ -51,6 +63,9 @@ class TeamSerializer(serializers.ModelSerializer):
             "name",
             "type",
             "founder",
+            "founder_id",
+            "nusers",
+            "joinable",
             "country",
             "url",
             "description",

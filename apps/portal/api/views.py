@@ -7,7 +7,10 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from apps.core.api.schema import NOT_FOUND
 from apps.hosts.models import Host
@@ -74,3 +77,11 @@ class TeamViewSet(_PublicReadOnly):
     serializer_class = TeamSerializer
     selector = staticmethod(sel.top_teams)
     model = Team
+
+    @extend_schema(parameters=[_ID], responses={200: UserSerializer(many=True), 404: NOT_FOUND})
+    @action(detail=True)
+    def members(self, request: Request, slug: str, pk: str) -> Response:
+        """The team's members by recent average credit, as team_display.php lists them."""
+        team = self.get_object()
+        page = self.paginate_queryset(team.members.select_related("team").order_by("-expavg_credit", "id"))
+        return self.get_paginated_response(UserSerializer(page, many=True).data)

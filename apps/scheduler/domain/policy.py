@@ -184,8 +184,7 @@ def effective_ncpus(*, p_ncpus: int, max_ncpus_pct: float, max_ncpus: int) -> in
     A percentage of 0, or outside (0, 100), means all CPUs, as in BOINC's get_job_limits.
     The older ``max_cpus`` global preference is not read: BOINC's scheduler never used it
     (only the client does, when max_ncpus_pct is 0). Not applied here, unlike BOINC: the
-    project-specific ``max_cpus`` preference (Cobblestone has no such preference) and the
-    venue blocks of an account's stored preferences (services.hosts reads their top level).
+    project-specific ``max_cpus`` preference (Cobblestone has no such preference).
     """
     n = p_ncpus
     if 0 < max_ncpus_pct < 100:

@@ -8,6 +8,7 @@ from datetime import datetime
 from apps.core.db import ModelColumns, fetch_rows, update_rows
 from apps.hosts.models import Host, HostCoproc
 from apps.protocol import ProtocolError, SchedulerRequest, global_prefs_parse, prefs_mod_time
+from apps.protocol.global_prefs import parse_global_prefs
 from apps.scheduler.domain.policy import HostInstances, effective_instances
 from apps.scheduler.services.context import RpcContext
 from apps.volunteers.models import Account, Team
@@ -112,7 +113,8 @@ def host_identify(ctx: RpcContext) -> Host:
         )
         ctx.reattached = host is not None
     if host is None:
-        host = Host(project=ctx.project, account=account)
+        # A new computer starts in the volunteer's default location (BOINC's user.venue).
+        host = Host(project=ctx.project, account=account, venue=account.venue)
     # The client must be told its host id whenever its own idea differs (then it resets rpc_seqno).
     ctx.new_host = host.pk is None or host.pk != req.hostid
     # The previous RPC's day, for the daily job counters, before this RPC overwrites it.
@@ -126,6 +128,7 @@ def host_identify(ctx: RpcContext) -> Host:
     else:
         update_rows(Host, [host], [*HOST_FIELDS, "last_rpc_day"], batch=ctx.writes)
     coprocs_update(host, req, coprocs)
+    ctx.host = host  # its venue picks the account's preferences
     host_instances(ctx)  # once, for every job limit of the RPC
     return host
 
@@ -179,12 +182,16 @@ def host_instances(ctx: RpcContext) -> HostInstances:
 def sched_max_ncpus_pct(ctx: RpcContext) -> float:
     """max_ncpus_pct of the global preferences BOINC schedules by (handle_global_prefs):
     the client's working preferences; else the request's own, unless the account's are
-    newer (by mod_time, a future one counting as now); else the account's; else 100.
+    newer (by mod_time, a future one counting as now); else the account's, those of the
+    host's venue if they have such a block; else 100.
     """
     req = ctx.req
     if req.working_global_prefs is not None:
         return req.working_global_prefs.max_ncpus_pct
-    stored = _stored_prefs(ctx.account.global_prefs) if ctx.account and ctx.account.global_prefs else None
+    venue = ctx.host.venue if ctx.host is not None else ""
+    stored = (
+        _stored_prefs(ctx.account.global_prefs, venue) if ctx.account and ctx.account.global_prefs else None
+    )
     sent = req.global_prefs
     if sent is not None:
         if stored is not None and min(stored[0], ctx.now_unix) > min(sent.mod_time, ctx.now_unix):
@@ -194,15 +201,20 @@ def sched_max_ncpus_pct(ctx: RpcContext) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _stored_prefs(body: str) -> tuple[float, float] | None:
+def _stored_prefs(body: str, venue: str) -> tuple[float, float] | None:
     """(mod_time, max_ncpus_pct) of an account's stored global preferences, read as the
-    client's are; None if they are not XML (then they are not used, see services.prefs).
+    client's are (the ``venue`` block if there is one); None if they are not XML (then they
+    are not used, see services.prefs).
 
     Accounts' stored texts repeat from RPC to RPC: each distinct one is read once.
     """
     mod_time = prefs_mod_time(body)
     if mod_time is None:
         return None
+    if venue:
+        in_venue = parse_global_prefs(body).venue(venue)
+        if in_venue is not None:
+            return mod_time, min(max(in_venue.max_ncpus_pct, 0.0), 100.0)
     try:
         return mod_time, global_prefs_parse(body).max_ncpus_pct
     except ProtocolError:

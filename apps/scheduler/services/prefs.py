@@ -1,5 +1,6 @@
-"""Preferences: the project preferences a volunteer sets on the web, and global preferences
-between the account and its hosts (BOINC's handle_global_prefs).
+"""Preferences: the project and computing (global) preferences a volunteer sets on the web,
+the location (venue) of each computer, and global preferences between the account and its
+hosts (BOINC's handle_global_prefs).
 
 For global preferences the newer copy wins, by ``<mod_time>``: a client whose preferences
 are newer (set on the host, or brought from another project by the same volunteer) updates
@@ -11,10 +12,15 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import replace
+from datetime import datetime
 
-from apps.protocol import prefs_mod_time
+from apps.hosts.models import Host
+from apps.protocol import ProtocolError, prefs_mod_time
+from apps.protocol.global_prefs import GlobalPrefsDoc, parse_global_prefs, render_global_prefs
 from apps.scheduler.services.context import RpcContext
 from apps.volunteers.models import Account
+from apps.volunteers.services import VENUE_CHOICES, AccountEditError
 
 logger = logging.getLogger(__name__)
 
@@ -74,3 +80,36 @@ def account_project_prefs_set(
     Account.objects.filter(pk=account.pk).update(**changes)
     for name, value in changes.items():
         setattr(account, name, value)
+
+
+def account_global_prefs_get(account: Account) -> GlobalPrefsDoc:
+    """The account's computing preferences; BOINC's defaults when it has none (or they are
+    not XML: the web's next save replaces them)."""
+    if not account.global_prefs:
+        return GlobalPrefsDoc()
+    try:
+        return parse_global_prefs(account.global_prefs)
+    except ProtocolError:
+        logger.warning("account %s: stored global preferences are not XML; showing defaults", account.id)
+        return GlobalPrefsDoc()
+
+
+def account_global_prefs_set(*, account: Account, prefs: GlobalPrefsDoc, now: datetime) -> GlobalPrefsDoc:
+    """Store the computing preferences as set on the web, stamped ``now``: newer than any
+    client's copy, so every computer of the account adopts them at its next request
+    (global_prefs_exchange). Writes that column only."""
+    # Whole seconds, as BOINC writes mod_time; never behind the stored copy's time.
+    stamped = replace(prefs, mod_time=float(max(int(now.timestamp()), int(prefs.mod_time))))
+    body = render_global_prefs(stamped)
+    Account.objects.filter(pk=account.pk).update(global_prefs=body)
+    account.global_prefs = body
+    return stamped
+
+
+def host_venue_set(*, host: Host, venue: str) -> None:
+    """The computer's location: it runs by that venue's computing preferences (the client
+    learns it from the next reply's <host_venue>)."""
+    if venue not in dict(VENUE_CHOICES):
+        raise AccountEditError("Choose home, school, work or none.", field="venue")
+    Host.objects.filter(pk=host.pk).update(venue=venue)
+    host.venue = venue

@@ -1,4 +1,4 @@
-"""Account services: the batch upgrade of legacy password rows."""
+"""The batch upgrade of legacy password rows."""
 
 from __future__ import annotations
 

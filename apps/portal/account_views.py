@@ -1,0 +1,76 @@
+"""Account editing pages with BOINC's names: edit_user_info.php (name, country, web site),
+edit_email.php and edit_passwd.php. The log-in and sign-up pages are
+apps.scheduler.account_pages; password reset is apps.portal.password_views."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from apps.portal.account_forms import AccountInfoForm, AccountPasswordChangeForm, EmailChangeForm
+from apps.portal.mail import volunteer_mail_send
+from apps.portal.volunteer_session import volunteer_required
+from apps.projects.models import Project
+from apps.scheduler.account_pages import session_login
+from apps.volunteers.models import Account
+from apps.volunteers.services import AccountEditError, account_email_change, account_info_update
+
+
+def _home(request: HttpRequest, project: Project, text: str) -> HttpResponse:
+    messages.success(request, text)
+    return redirect(reverse("account_home", kwargs={"slug": project.slug}))
+
+
+def _page(request: HttpRequest, project: Project, template: str, **context: object) -> HttpResponse:
+    return render(request, f"portal/account/{template}", {"project": project, **context})
+
+
+@volunteer_required
+def edit_user_info(request: HttpRequest, project: Project, account: Account) -> HttpResponse:
+    initial = {"name": account.name, "country": account.country, "url": account.url}
+    form = AccountInfoForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        account_info_update(account=account, **form.cleaned_data)
+        return _home(request, project, "Your account information is saved.")
+    return _page(request, project, "edit_info.html", form=form, account=account)
+
+
+@volunteer_required
+def edit_email(request: HttpRequest, project: Project, account: Account) -> HttpResponse:
+    form = EmailChangeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            old = account_email_change(
+                account=account, password=form.cleaned_data["password"], new_email=form.cleaned_data["email"]
+            )
+        except AccountEditError as exc:
+            form.add_error(exc.field, str(exc))
+        else:
+            session_login(request, project, account)  # the session was tied to the old hash
+            volunteer_mail_send(
+                to=old,
+                subject=f"{project.name}: your email address was changed",
+                body=(
+                    f"The email address of your account on {project.name} was changed to "
+                    f"{account.email_addr}.\nIf you did not do this, tell the project's "
+                    "administrators: whoever changed it knew your password.\n"
+                ),
+            )
+            return _home(
+                request,
+                project,
+                "Your email address is changed. In the BOINC Manager, log in with the new address from now on.",
+            )
+    return _page(request, project, "edit_email.html", form=form, account=account)
+
+
+@volunteer_required
+def edit_passwd(request: HttpRequest, project: Project, account: Account) -> HttpResponse:
+    form = AccountPasswordChangeForm(account, request.POST or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        session_login(request, project, account)  # as Django's update_session_auth_hash
+        return _home(request, project, "Your password is changed.")
+    return _page(request, project, "edit_passwd.html", form=form, account=account)

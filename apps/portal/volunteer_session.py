@@ -1,0 +1,47 @@
+"""The logged-in volunteer of a project's pages (the session of apps.scheduler.account_pages)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+
+from apps.projects.models import Project
+from apps.scheduler.account_pages import session_account
+from apps.volunteers.models import Account
+
+AccountView = Callable[..., HttpResponse]
+
+
+def volunteer_required(view: AccountView) -> Callable[..., HttpResponse]:
+    """The view gets (request, project, account); a visitor not logged in to the project is
+    sent to its log-in page."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        project = get_object_or_404(Project, slug=slug)
+        account = session_account(request, project)
+        if account is None:
+            messages.info(request, "Log in to your account on this project first.")
+            return redirect(reverse("account_home", kwargs={"slug": slug}))
+        return view(request, project, account, *args, **kwargs)
+
+    return wrapper
+
+
+def id_param(value: str | None) -> int:
+    """A row id from a form or query string; 404 for anything that is not one."""
+    text = (value or "").strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise Http404("missing or bad id")
+    return int(text)
+
+
+def page_account(request: HttpRequest, project: Project) -> Account | None:
+    """The volunteer logged in to ``project``, for pages anyone may see."""
+    return session_account(request, project)

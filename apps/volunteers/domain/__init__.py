@@ -1,0 +1,1 @@
+"""Pure rules of the volunteer side (no Django): team founder transfer."""

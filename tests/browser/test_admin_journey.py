@@ -1,0 +1,107 @@
+"""An admin's rounds in a browser, at 1366 and 390 pixels wide: the portal's name on every
+page, the project dashboards from the index, the results list readable beside its filters,
+the models' names spelt right, the credit chart's labels at the page's size. No page scrolls
+sideways; a screenshot of each is kept (var/test-artifacts/browser/)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
+
+from apps.applications.models import PlanClass
+from apps.locality.models import LocalityFile, NeedWork
+from apps.projects.services import project_create
+from apps.work.domain.states import Outcome, ServerState, ValidateState
+from tests.browser.conftest import PHONE, admin_login
+from tests.factories import (
+    AccountFactory,
+    AppFactory,
+    AppVersionFactory,
+    HostFactory,
+    ResultFactory,
+    WorkunitFactory,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def project(db):  # type: ignore[no-untyped-def]
+    project = project_create(slug="ops", name="Operations Project").project
+    app = AppFactory(project=project, name="sim", user_friendly_name="Simulation")
+    version = AppVersionFactory(app=app)
+    host = HostFactory(account=AccountFactory(project=project))
+    for i in range(3):
+        ResultFactory(
+            workunit=WorkunitFactory(app=app, name=f"a_rather_long_workunit_name_of_a_batch_{i:04d}"),
+            host=host,
+            app_version=version,
+            server_state=ServerState.OVER,
+            outcome=Outcome.SUCCESS,
+            validate_state=ValidateState.VALID,
+            granted_credit=12.5 + i,
+            sent_time="2026-11-20T10:00Z",
+            received_time="2026-11-21T12:30Z",
+        )
+    PlanClass.objects.create(project=project, name="cuda_big")
+    NeedWork.objects.create(
+        file=LocalityFile.objects.create(project=project, name="h1_0100"), requested_time="2026-11-20T00:00Z"
+    )
+    return project
+
+
+def test_admin_rounds(live_server, page, project, look_desktop_last):
+    look = look_desktop_last
+    get_user_model().objects.create_superuser("boss", "boss@example.com", "s3cret-pass")
+    base = f"{live_server.url}/admin"
+    page.goto(f"{base}/login/")
+    look(page, "login")
+    expect(page.locator("#site-name")).to_have_text("Cobblestone administration")
+    admin_login(page, live_server.url, "boss", "s3cret-pass")
+    assert "Django" not in page.title()
+    look(page, "index")
+
+    # The project dashboard, straight from the index.
+    page.click("#project-dashboards a:has-text('Operations Project')")
+    expect(page.locator("#results-in-progress")).to_be_visible()
+    look(page, "dashboard")
+
+    # The results list: every column within the screen beside the filters, BOINC's status words.
+    page.goto(f"{base}/work/result/")
+    expect(page.locator("#result_list thead th").last).to_contain_text("Granted credit")
+    hidden = page.evaluate(
+        "() => { const r = document.querySelector('#changelist .results'); return r.scrollWidth - r.clientWidth; }"
+    )
+    assert hidden <= 0, f"the results list hides {hidden}px of columns at 1366px"
+    expect(page.locator("#result_list td.field-status").first).to_have_text("Completed and validated")
+    look(page, "results")
+    page.locator("#result_list th.field-name a").first.click()
+    look(page, "result")
+
+    # Names spelt right.
+    page.goto(f"{base}/applications/")
+    expect(page.locator("#content-main")).to_contain_text("Plan classes")
+    look(page, "applications")
+    page.goto(f"{base}/applications/planclass/")
+    look(page, "plan-classes")
+    page.goto(f"{base}/locality/needwork/")
+    expect(page.locator("#content h1")).to_contain_text("need-work signal")
+    look(page, "need-work")
+    page.goto(f"{base}/work/result/?outcome__exact=2")
+    expect(page.locator("#changelist-filter")).to_contain_text("Couldn't Send")
+    page.goto(f"{base}/volunteers/account/")
+    look(page, "accounts")
+    page.goto(f"{base}/volunteers/team/")
+    look(page, "teams")
+
+    # The credit chart's labels keep the page's font size on a phone.
+    app = project.apps.get()
+    page.goto(f"{base}/credit/planclassscale/app/{app.pk}/")
+    look(page, "app-credit")
+    page.set_viewport_size(PHONE)
+    labels = page.locator("figure.cb-chart .cb-axis span")
+    expect(labels).to_have_text(["1 jobs", "12.50", "14.50"])
+    assert (
+        min(label.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") for label in labels.all()) >= 12
+    )
