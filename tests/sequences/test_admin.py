@@ -167,3 +167,17 @@ def test_reply_xml_carries_the_sequence_elements(client, project, cpu_app, accou
     reply = rpc(client, project, make_request(account.authenticator))
     assert reply.work_sequences_assigned == ("wire",)
     assert [r.name for r in reply.results] == ["wire_s0_0", "wire_s1_0"]
+
+
+def test_the_api_shows_no_host_for_a_failed_sequence_but_its_reason(admin_client, held, project, settings):
+    seq, host = held
+    url = f"/api/v1/projects/{project.slug}/sequences/{seq.name}/"
+    assert admin_client.get(url).json()["assigned_host"] == host.hostid
+    settings.COBBLESTONE_SEQUENCE_MAX_RELOCATIONS = 0
+    _act(admin_client, "deassign", seq)
+    data = admin_client.get(url).json()
+    assert (data["state"], data["assigned_host"], data["error_reason"]) == (
+        "Error",
+        None,
+        "relocated 1 time; the limit is 0",
+    )
