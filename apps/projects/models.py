@@ -175,8 +175,8 @@ class Project(models.Model):
         validators=[MinValueValidator(0)],
         help_text=(
             "Before a host's own average can normalize its claims (its first jobs), a claim is "
-            "capped at this many times the app's typical job (min_avg_pfc × fpops_est); 0 = no cap. "
-            "Not in seed 003 or BOINC."
+            "capped at this many times its app version's typical job; 0 = no cap. Not in seed 003 "
+            "or BOINC."
         ),
     )
     stats_export = models.BooleanField(default=True, help_text="Write db_dump-style stats files daily.")
