@@ -18,9 +18,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
-from apps.applications.models import App
+from apps.applications.admin_fields import app_choices
 from apps.core import clock
-from apps.work.admin_views import ProjectAppChoiceField
 from apps.work.domain.states import SequenceState
 from apps.work.models import WorkSequence, Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, sequences
@@ -29,11 +28,7 @@ from apps.work.services.sequences import SequenceSpec, sequence_create
 
 
 class SequenceCreateForm(forms.Form):
-    app = ProjectAppChoiceField(
-        queryset=App.objects.select_related("project")
-        .filter(deprecated=False)
-        .order_by("project__slug", "name")
-    )
+    app = app_choices()
     name = forms.CharField(max_length=200, help_text="Steps are named NAME_s0, NAME_s1, ...")
     length = forms.IntegerField(
         min_value=1, required=False, help_text="Number of steps; empty for an open-ended sequence"
