@@ -8,6 +8,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.applications import services
+from apps.applications.admin_fields import app_label
+from apps.applications.admin_versions import app_version_add_view
 from apps.applications.models import App, AppFile, AppVersion, PlanClass
 
 
@@ -25,9 +27,14 @@ class AppVersionInline(admin.TabularInline):
         "pfc_avg",
         "pfc_scale",
     ]
-    readonly_fields = ["pfc_n", "pfc_avg", "pfc_scale"]
+    # Versions are added with their files (App versions > Add, or add_app_version); the files
+    # are named after platform, version and plan class, so those are fixed here.
+    readonly_fields = ["platform", "version_num", "plan_class", "pfc_n", "pfc_avg", "pfc_scale"]
     extra = 0
     show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AppVersion]:
         # Each row's change link is named after its app and platform.
@@ -141,10 +148,17 @@ class AppAdmin(admin.ModelAdmin):
 
 
 class AppFileInline(admin.TabularInline):
+    """A version's files as add_app_version (or the add form) stored and signed them: a file
+    row typed in here would name no file in the download area and carry no signature."""
+
     model = AppFile
     fields = ["file_name", "open_name", "main_program", "copy_file", "nbytes", "md5_cksum", "signed"]
-    readonly_fields = ["nbytes", "md5_cksum", "signed"]
+    readonly_fields = fields
     extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
     @admin.display(boolean=True)
     def signed(self, obj: AppFile) -> bool:
@@ -155,7 +169,7 @@ class AppFileInline(admin.TabularInline):
 class AppVersionAdmin(admin.ModelAdmin):
     list_display = [
         "__str__",
-        "app",
+        "project_app",
         "platform",
         "version_num",
         "plan_class",
@@ -168,10 +182,22 @@ class AppVersionAdmin(admin.ModelAdmin):
     ]
     list_filter = ["app__project", "platform", "proc_type", "deprecated"]
     search_fields = ["app__name", "plan_class"]
-    list_select_related = ["app", "platform"]
+    list_select_related = ["app__project", "platform"]
     readonly_fields = ["pfc_n", "pfc_avg", "pfc_scale", "expavg_credit", "expavg_time", "create_time"]
+    # The files are named after these (and signed): they are fixed once the version exists.
+    identity_fields = ["app", "platform", "version_num", "plan_class"]
     inlines = [AppFileInline]
     actions = ["deprecate"]
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+        return app_version_add_view(request, self)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: AppVersion | None = None) -> list[str]:
+        return [*self.readonly_fields, *self.identity_fields]
+
+    @admin.display(description="app", ordering="app__name")
+    def project_app(self, obj: AppVersion) -> str:
+        return app_label(obj.app)
 
     @admin.action(description="Deprecate the selected app versions (no new jobs)", permissions=["change"])
     def deprecate(self, request: HttpRequest, queryset: QuerySet[AppVersion]) -> None:

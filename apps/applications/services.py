@@ -109,6 +109,9 @@ def app_version_add(
         raise AppError("version_num must be a positive integer (e.g. 100 for 1.00)")
     if not files:
         raise AppError("at least one file (the main program) is required")
+    names = [spec.path.name for spec in files]
+    if len(set(names)) != len(names):
+        raise AppError(f"two files of one version cannot share a name: {', '.join(sorted(names))}")
     for spec in files:
         if not spec.path.is_file():
             raise AppError(f"file not found: {spec.path}")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from apps.applications.models import App, AppVersion, CreditPolicyChoices
+from apps.core.domain.average import APP_VERSION_AVERAGE, HOST_AVERAGE
 from apps.credit.domain.policy import CreditPolicy, Rule
 from apps.credit.domain.stats import AppVersionStats, HostAppVersionStats
 from apps.hosts.models import HostAppVersion
@@ -32,8 +35,10 @@ def _rule(choice: str) -> Rule:
     return Rule.BOINC if choice == CreditPolicyChoices.BOINC else Rule.SEED
 
 
-def credit_policy(app: App) -> CreditPolicy:
-    """The app's credit options: the seed's rules by default, BOINC's where chosen."""
+def credit_policy(app: App, project: Project | None = None) -> CreditPolicy:
+    """The app's credit options (the seed's rules by default, BOINC's where chosen) and its
+    project's cheat bounds. ``project`` is the app's, when the caller holds it already."""
+    project = project or app.project
     return CreditPolicy(
         host_scale_check=app.host_scale_check,
         probation_rule=_rule(app.probation_policy),
@@ -41,6 +46,11 @@ def credit_policy(app: App) -> CreditPolicy:
         normalization_rule=_rule(app.normalization_policy),
         runtime_outlier_check=app.runtime_outlier_check,
         max_granted_credit=app.max_granted_credit,
+        host_scale_max=project.credit_host_scale_max,
+        host_average=replace(HOST_AVERAGE, limit=project.credit_host_sample_cap),
+        version_average=replace(APP_VERSION_AVERAGE, limit=project.credit_version_sample_cap),
+        version_median=project.credit_version_median,
+        claim_cap=project.credit_claim_cap,
     )
 
 

@@ -160,20 +160,26 @@ class LocalityOverview:
 
 def _transfer_savings(project: Project) -> TransferSavings:
     """Counted per file by the database: the rows are at most one per large file, however
-    many hosts and results the project's history holds."""
+    many hosts and results the project's history holds. A file's first deliveries are the
+    hosts the scheduler sent it to while they did not hold it (HostFile.downloads > 0): a
+    host that already held the file when its results came downloaded nothing."""
     sizes = dict(LocalityFile.objects.filter(project=project).values_list("name", "nbytes"))
     sent = Result.objects.filter(project=project, host__isnull=False, sent_time__isnull=False).exclude(
         workunit__locality_file_name=""
     )
-    rows = sent.values("workunit__locality_file_name").annotate(
-        n=Count("id"), hosts=Count("host_id", distinct=True)
+    rows = sent.values("workunit__locality_file_name").annotate(n=Count("id"))
+    downloaded = dict(
+        HostFile.objects.filter(file__project=project, downloads__gt=0)
+        .values("file__name")
+        .annotate(hosts=Count("id"))
+        .values_list("file__name", "hosts")
     )
     per_file = [
         FileDeliveries(
             file_name=row["workunit__locality_file_name"],
             nbytes=sizes.get(row["workunit__locality_file_name"], 0),
             deliveries=row["n"],
-            hosts=row["hosts"],
+            hosts=min(downloaded.get(row["workunit__locality_file_name"], 0), row["n"]),
         )
         for row in rows
     ]

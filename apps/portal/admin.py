@@ -113,7 +113,31 @@ class ProjectAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        ("Credit", {"fields": ["credit_by_app", "stats_export"]}),
+        (
+            "Credit (seed 003)",
+            {
+                "fields": ["credit_by_app", "stats_export"],
+            },
+        ),
+        (
+            "Credit cheat bounds (seed 003 'Cheat prevention')",
+            {
+                "description": (
+                    "What a host that inflates its elapsed time or benchmarks can gain. The "
+                    "defaults hold it to its own jobs: BOINC's caps of 10 for samples and host "
+                    "scaling, app-version averages from the median of their hosts, and a cap on "
+                    "claims not yet normalized by the host's own average."
+                ),
+                "fields": [
+                    "credit_version_sample_cap",
+                    "credit_host_sample_cap",
+                    "credit_host_scale_max",
+                    "credit_version_median",
+                    "credit_claim_cap",
+                ],
+            },
+        ),
+        ("Work sequences (seed 001)", {"fields": ["sequence_max_disagreements"]}),
         (
             "Keys",
             {

@@ -141,9 +141,54 @@ class Project(models.Model):
         ),
     )
 
-    # Credit (seed 003); per-app options live on the app.
+    # Credit (seed 003); per-app options live on the app. The cheat bounds below hold a host
+    # that inflates its elapsed time or benchmarks to its own jobs (seed 003 "Cheat prevention").
     credit_by_app = models.BooleanField(default=True, help_text="Keep per-app credit for users and teams.")
+    credit_version_sample_cap = models.FloatField(
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text=(
+            "A job's PFC sample is capped at this many times its app version's average before it "
+            "enters that average (seed 003's X, 'maybe 100'; BOINC's code uses 10)."
+        ),
+    )
+    credit_host_sample_cap = models.FloatField(
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="The same cap for a host's own averages (seed 003: 'maybe 10 for hosts').",
+    )
+    credit_host_scale_max = models.FloatField(
+        default=10,
+        validators=[MinValueValidator(1)],
+        help_text="Host normalization never multiplies a claim by more than this (seed 003: 'say, 10').",
+    )
+    credit_version_median = models.BooleanField(
+        default=True,
+        help_text=(
+            "Every 10 minutes, set each app version's PFC average to the sample-median of its "
+            "hosts' averages (seed 003's remedy), so that no single host can move it. Off: the "
+            "plain running average, which one inflating host can raise for everyone."
+        ),
+    )
+    credit_claim_cap = models.FloatField(
+        default=10,
+        validators=[MinValueValidator(0)],
+        help_text=(
+            "Before a host's own average can normalize its claims (its first jobs), a claim is "
+            "capped at this many times its app version's typical job; 0 = no cap. Not in seed 003 "
+            "or BOINC."
+        ),
+    )
     stats_export = models.BooleanField(default=True, help_text="Write db_dump-style stats files daily.")
+
+    # Work sequences (seed 001).
+    sequence_max_disagreements = models.PositiveIntegerField(
+        default=2,
+        help_text=(
+            "Replica chains of a sequence that disagree at a checkpoint restart from the last agreed "
+            "one on other hosts; after this many restarts they end in ERROR instead."
+        ),
+    )
 
     # Keys in BOINC's text format. The private code-signing key may stay off the server.
     code_sign_public_key = models.TextField(blank=True)

@@ -12,29 +12,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from apps.applications.models import App
+from apps.applications.admin_fields import app_choices, app_label
 from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
 
 
-def app_label(app: App) -> str:
-    """An app as "project / app", as create_work's --project and --appname name it."""
-    return f"{app.project.slug} / {app.name}"
-
-
-class ProjectAppChoiceField(forms.ModelChoiceField):
-    """Apps as "project / app": every project may have its own "sim"."""
-
-    def label_from_instance(self, obj: App) -> str:  # type: ignore[override]
-        return app_label(obj)
-
-
 class CreateWorkForm(forms.Form):
-    app = ProjectAppChoiceField(
-        queryset=App.objects.select_related("project")
-        .filter(deprecated=False)
-        .order_by("project__slug", "name")
-    )
+    app = app_choices()
     name_prefix = forms.CharField(max_length=100, help_text="Workunits are named PREFIX_0, PREFIX_1, ...")
     count = forms.IntegerField(min_value=1, max_value=10000, initial=1)
     input_file = forms.FileField(required=False, help_text="Optional input file shared by the jobs")

@@ -83,7 +83,8 @@ def run_url(scenario: Scenario) -> str:
 
 
 def action(client: Client, changelist: str, name: str, pk: int) -> None:
-    client.post(changelist, {"action": name, "_selected_action": [pk]})
+    # "post": the confirmation of actions that ask first (ending sequences); others ignore it.
+    client.post(changelist, {"action": name, "_selected_action": [pk], "post": "yes"})
 
 
 def offered_actions(client: Client, changelist: str) -> set[str]:

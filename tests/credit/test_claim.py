@@ -16,6 +16,7 @@ from apps.credit.domain import (
     probation_on_valid,
 )
 from tests.credit.builders import (
+    ELAPSED,
     FPOPS_BOUND,
     FPOPS_EST,
     NOW,
@@ -176,6 +177,34 @@ def test_host_scale_without_version_scale_is_approximate():
 def test_neither_scale_claims_raw_pfc():
     c = claim(h=hav(pfc=Average(n=3, avg=4.0)), av=app_version(pfc_scale=0.0))
     assert (c.pfc, c.approx) == (PFC, True)
+
+
+def test_claim_without_host_scale_is_capped_at_claim_cap_times_the_versions_typical_job():
+    # Version: pfc average 6.0 per fpops_est, pfc_scale 0.5 -> a typical job claims 3.0 x FPOPS_EST.
+    inflated = job(elapsed_time=100 * ELAPSED)  # PFC 200 per fpops_est, within the bound
+    c = claim(inflated, h=hav(pfc=Average(n=3, avg=4.0)), policy=CreditPolicy(claim_cap=10))
+    assert (c.pfc, c.approx) == (10 * 3.0 * FPOPS_EST, True)
+
+
+def test_claim_cap_leaves_host_normalized_claims_alone():
+    inflated = job(elapsed_time=100 * ELAPSED)
+    c = claim(inflated, policy=CreditPolicy(claim_cap=10))
+    assert c.pfc == 100 * PFC * 0.5 * (6.0 / 4.0)
+
+
+def test_without_a_claim_cap_an_unnormalized_claim_counts_in_full():
+    inflated = job(elapsed_time=100 * ELAPSED)
+    c = claim(inflated, h=hav(pfc=Average(n=3, avg=4.0)))
+    assert c.pfc == 100 * PFC * 0.5
+
+
+def test_host_scale_cap_is_the_policys():
+    c = claim(
+        h=hav(pfc=Average(n=50, avg=0.1)),
+        av=app_version(pfc_scale=1.0),
+        policy=CreditPolicy(host_scale_max=3),
+    )
+    assert c.pfc == PFC * 3
 
 
 def test_host_scale_over_10_is_capped_at_10():

@@ -11,6 +11,7 @@ from apps.credit.domain import (
     VersionPfc,
     VersionScale,
     normalize_app_versions,
+    sample_median,
 )
 
 BOINC = CreditPolicy(normalization_rule=Rule.BOINC)
@@ -105,3 +106,21 @@ def test_gpu_only_app_without_a_matching_plan_class_uses_the_in_app_rule():
     table = [PlanClassScale(plan_class="opencl_ati", scale=0.2, weight=1e6, n_versions=3)]
     result = normalize_app_versions([gpu(1, 20.0)], cross_project=table)
     assert result == VersionNormalization(min_avg_pfc=20.0, scales=(VersionScale(1, 1.0),))
+
+
+# --- the sample-median of host averages (seed 003's remedy for cheating hosts) -------------------
+
+
+def test_sample_median_weights_each_host_average_by_its_samples():
+    assert sample_median([Average(n=1, avg=9.0), Average(n=10, avg=2.0), Average(n=5, avg=3.0)]) == 2.0
+
+
+def test_one_inflated_host_moves_the_sample_median_by_at_most_one_rank():
+    honest = [Average(n=20, avg=a) for a in (4.0, 5.0, 6.0, 7.0, 8.0)]
+    assert sample_median(honest) == 6.0
+    assert sample_median([*honest, Average(n=20, avg=600.0)]) == 6.0
+    assert sample_median([*honest, Average(n=20, avg=600.0), Average(n=20, avg=700.0)]) == 7.0
+
+
+def test_sample_median_ignores_empty_and_broken_averages():
+    assert sample_median([Average(), Average(n=3, avg=float("nan"))]) is None

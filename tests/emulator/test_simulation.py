@@ -51,6 +51,32 @@ def test_job_finished_after_deadline_is_wasted() -> None:
     assert report.figures.wasted_fraction == pytest.approx(2 / 3)
 
 
+def test_job_still_running_past_its_deadline_when_the_run_ends_is_missed() -> None:
+    # Two days of work, due in one day, on a run of one and a half days.
+    projects = """  - name: A
+    queued_jobs: [{app: a, resource: CPU, fpops: 1.728e14, deadline_days: 1}]"""
+    report = run_scenario(_scenario(projects, days=1.5), "rec")
+    assert (report.n_jobs_completed, report.n_jobs_missed) == (0, 1)
+    assert report.figures.wasted_fraction == pytest.approx(1.0)  # every FLOP so far is too late
+
+
+def test_job_still_running_before_its_deadline_when_the_run_ends_is_not_missed() -> None:
+    projects = """  - name: A
+    queued_jobs: [{app: a, resource: CPU, fpops: 1.728e14, deadline_days: 3}]"""
+    report = run_scenario(_scenario(projects, days=1.5), "rec")
+    assert (report.n_jobs_missed, report.figures.wasted_fraction) == (0, 0.0)
+
+
+def test_unstarted_job_past_its_deadline_when_the_run_ends_is_aborted() -> None:
+    # The second job waits behind the first and falls due just before the run ends.
+    projects = """  - name: A
+    queued_jobs:
+      - {app: a, resource: CPU, fpops: 1.728e14, deadline_days: 1.2}
+      - {app: a, resource: CPU, fpops: 8.64e13, deadline_days: 1.4999}"""
+    report = run_scenario(_scenario(projects, days=1.5), "rec")
+    assert (report.n_jobs_missed, report.n_jobs_aborted) == (1, 1)
+
+
 def test_unstarted_job_past_deadline_is_aborted() -> None:
     projects = """  - name: A
     queued_jobs:

@@ -79,3 +79,16 @@ def test_refresh_working_set_action(admin_client, populated):
     )
     assert LocalityFile.objects.get(name="gone.dat").in_working_set is False
     assert LocalityFile.objects.get(name="a.dat").in_working_set is True
+
+
+def test_first_delivery_bytes_leave_out_hosts_that_already_held_the_file(admin_client, populated, now):
+    holder = HostFactory(project=populated)
+    a = LocalityFile.objects.get(name="a.dat")
+    HostFile.objects.create(host=holder, file=a, first_seen=now, last_seen=now)  # reported, never sent
+    result = Result.objects.filter(workunit__locality_file_name="a.dat", host__isnull=True).first()
+    result.host, result.sent_time, result.server_state = holder, now, ServerState.IN_PROGRESS
+    result.save()
+    overview = admin_client.get(reverse("admin:locality_project", args=[populated.pk])).context["overview"]
+    # Three results sent with a.dat, to two hosts; only the first host downloaded it.
+    assert (overview.savings.deliveries, overview.savings.bytes_sent) == (3, 10 * MB)
+    assert overview.savings.baseline_bytes == 30 * MB

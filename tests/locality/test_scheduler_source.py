@@ -8,6 +8,7 @@ import pytest
 
 from apps.locality.models import HostFile, LocalityFile
 from apps.locality.selectors import file_holder_counts
+from apps.protocol import parse_reply, render_request
 from apps.scheduler.services import scheduler_request_handle
 from apps.work.domain.states import Outcome, ServerState
 from apps.work.models import Result
@@ -248,3 +249,19 @@ def test_a_file_listed_again_counts_the_host_as_a_holder_again(loc_project, loc_
     host.sticky["a.dat"] = 10 * MB  # its download was retried and finished
     hosts.rpc(host)
     assert file_holder_counts(project=loc_project, now=hosts.now) == {"a.dat": 1, "b.dat": 1}
+
+
+def test_the_large_file_is_sent_sticky_and_report_on_rpc(client, loc_project, loc_app, hosts):
+    """Seed 004: "The <file_info> for each large input file must contain <sticky/> and
+    <report_on_rpc/>"; clients before 7.0 list in each request only the files marked so."""
+    file_work(loc_project, loc_app, "a.dat", 1)
+    host = hosts.new()
+    response = client.post(
+        f"/{loc_project.slug}/cgi", data=render_request(host.request(jobs=1)), content_type="text/xml"
+    )
+    reply = parse_reply(response.content)
+    info = next(f for f in reply.file_infos if f.name == "a.dat")
+    assert (info.sticky, info.report_on_rpc) == (True, True)
+    app_file = next(f for f in reply.file_infos if f.name != "a.dat")
+    assert app_file.report_on_rpc is False
+    assert response.content.count(b"<report_on_rpc/>") == 1

@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from apps.protocol import SchedulerReply
 from apps.scheduler.services import scheduler_request_handle
+from apps.work.domain.states import EXIT_ABORTED_BY_PROJECT, ClientState
 from apps.work.models import OutputFile, Result, WorkSequence
 from apps.work.services import JobSpec, OutputSpec
 from tests.scheduler.conftest import (  # noqa: F401  (fixtures)
@@ -25,6 +26,8 @@ from tests.scheduler.conftest import (  # noqa: F401  (fixtures)
 )
 
 DAY = 86400.0
+ABORTED = int(ClientState.ABORTED)
+COMPUTE_ERROR = int(ClientState.COMPUTE_ERROR)
 FAST_FLOPS = 1e9  # the CPU version's speed on a "fast" host
 STEP_FPOPS = 2.6e14  # 260000 s (3 days) at FAST_FLOPS
 STEP_OUTPUTS = (
@@ -59,9 +62,22 @@ class Computer:
     tasks: list[str] = field(default_factory=list)
     replies: list[SchedulerReply] = field(default_factory=list)
     faulty: bool = False  # computes wrong results
+    aborted: list[str] = field(default_factory=list)  # dropped, reported on the next RPC
 
-    def rpc(self, now: datetime, *, finish: tuple[str, ...] = (), seconds: float = 1.0) -> SchedulerReply:
-        """Report ``finish`` (uploading their files first), list the rest, ask for ``seconds``."""
+    def rpc(
+        self,
+        now: datetime,
+        *,
+        finish: tuple[str, ...] = (),
+        fail: tuple[str, ...] = (),
+        seconds: float = 1.0,
+    ) -> SchedulerReply:
+        """Report ``finish`` (uploading their files first), ``fail`` (crashed) and the tasks
+        aborted since the last RPC, list the rest, ask for ``seconds``.
+
+        The computer runs one task at a time, in the order it got them: the first one not reported
+        is running, so of the tasks named in ``result_abort_if_not_started`` it keeps
+        that one and drops the others, as the stock client does."""
         for name in finish:
             self.upload(name)
         base = make_request(self.authenticator)
@@ -74,13 +90,19 @@ class Computer:
             host_info=replace(
                 base.host_info, p_fpops=self.p_fpops, host_cpid=self.name, domain_name=self.name
             ),
-            other_results=others(*[t for t in self.tasks if t not in finish]),
-            results=tuple(reported(n, elapsed=self.elapsed) for n in finish),
+            other_results=others(*[t for t in self.tasks if t not in finish and t not in fail]),
+            results=tuple(reported(n, elapsed=self.elapsed) for n in finish)
+            + tuple(reported(n, state=COMPUTE_ERROR, exit_status=1) for n in fail)
+            + tuple(reported(n, state=ABORTED, exit_status=EXIT_ABORTED_BY_PROJECT) for n in self.aborted),
         )
         reply = scheduler_request_handle(project=self.project, req=req, now=now)
         self.hostid = reply.hostid or self.hostid
         self.seqno += 1
-        gone = set(finish) | set(reply.result_aborts)
+        finish = (*finish, *fail)
+        running = next((t for t in self.tasks if t not in finish), None)
+        dropped = [t for t in reply.result_aborts_if_not_started if t in self.tasks and t != running]
+        self.aborted = dropped
+        gone = set(finish) | set(reply.result_aborts) | set(dropped)
         self.tasks = [t for t in self.tasks if t not in gone] + [r.name for r in reply.results]
         self.replies.append(reply)
         return reply

@@ -141,6 +141,7 @@ def test_too_many_relocations_end_in_error_and_the_host_is_told(project, cpu_app
     assert sequence_deadlines_check(project=project, now=late, limit=100).items == 1
     seq.refresh_from_db()
     assert seq.state == SequenceState.ERROR
+    assert seq.error_reason == "relocated 1 time; the limit is 0"
     assert all(wu.error_mask & ErrorMask.CANCELLED for wu in Workunit.objects.filter(sequence=seq))
     reply = host.rpc(late)
     assert reply.work_sequences_unassigned == ("seq",)

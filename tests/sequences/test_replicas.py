@@ -6,9 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from apps.work.domain.states import SequenceState, ValidateState
+from apps.work.domain.states import SequenceState, ServerState, ValidateState
 from apps.work.models import Result, WorkSequence
-from apps.work.services.sequences import SequenceSpec, sequence_create, sequence_end, sequence_extend
+from apps.work.services.sequences import (
+    SequenceSpec,
+    sequence_create,
+    sequence_end,
+    sequence_extend,
+    sequence_refresh,
+)
 from tests.sequences.conftest import DAY, step_job, validate
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +129,63 @@ def test_ending_a_replicated_sequence_ends_every_chain_and_tells_their_hosts(ope
     assert {s.state for s in WorkSequence.objects.all()} == {SequenceState.ENDED}
     later = now + timedelta(hours=1)
     assert (a.rpc(later).work_sequences_ended, b.rpc(later).work_sequences_ended) == (("r",), ("r_r1",))
+
+
+def _agree_then_disagree(chains, computer, now):
+    """Chains r (host a) and r_r1 (host b) agree at checkpoint 1, then b computes wrong state."""
+    r, r1 = chains()
+    a, b = computer("a"), computer("b")
+    a.rpc(now)
+    b.rpc(now)
+    _compute(a, r, 2, now)
+    _compute(b, r1, 2, now)
+    sequence_refresh(sequence_id=r.id, now=now + timedelta(days=6))
+    assert _head(r).checkpoint_result.name == "r_s1_0"
+    b.faulty = True
+    _compute(a, r, 2, now + timedelta(days=6))
+    later = _compute(b, r1, 2, now + timedelta(days=6))
+    for chain in (r, r1):  # the validator's or the daemon's next call for each chain
+        sequence_refresh(sequence_id=chain.id, now=later)
+    return r, r1, later
+
+
+def test_disagreeing_chains_both_restart_from_the_last_agreed_checkpoint(chains, computer, now):
+    r, r1, later = _agree_then_disagree(chains, computer, now)
+    for chain, agreed in ((r, "r_s1_0"), (r1, "r_r1_s1_0")):
+        head = _head(chain)
+        assert head.state == SequenceState.UNASSIGNED
+        assert head.checkpoint_result.name == agreed
+        assert head.first_undispatched.sequence_index == 2
+        assert head.n_disagreements == 1
+    assert Result.objects.get(name="r_s3_0").validate_state == ValidateState.INVALID
+    assert Result.objects.get(name="r_r1_s3_0").validate_state == ValidateState.INVALID
+    c, d = computer("c"), computer("d")
+    reply = c.rpc(later + timedelta(days=7))
+    assert (reply.work_sequences_assigned, reply.results[0].name) == (("r",), "r_s2_1")
+    reply = d.rpc(later + timedelta(days=7))
+    assert (reply.work_sequences_assigned, reply.results[0].name) == (("r_r1",), "r_r1_s2_1")
+
+
+def test_chains_that_keep_disagreeing_end_in_error_with_the_reason(project, chains, computer, now):
+    project.sequence_max_disagreements = 0
+    project.save(update_fields=["sequence_max_disagreements"])
+    r, r1, _later = _agree_then_disagree(chains, computer, now)
+    reason = "the replica chains disagreed at step 3 (1 time; the project allows 0 restarts)"
+    assert (_head(r1).state, _head(r1).error_reason) == (SequenceState.ERROR, reason)
+    # Chain r saw its sibling fail first: no quorum can form without it.
+    assert (_head(r).state, _head(r).error_reason) == (
+        SequenceState.ERROR,
+        f"replica chain r_r1 ended in error: {reason}",
+    )
+    assert not Result.objects.filter(
+        workunit__sequence__in=[r, r1], server_state=ServerState.INACTIVE
+    ).exists()
+
+
+def test_a_chain_in_error_ends_its_siblings(project, chains, computer, now):
+    r, r1 = chains()
+    WorkSequence.objects.filter(id=r.id).update(state=SequenceState.ERROR, error_reason="relocated too often")
+    sequence_refresh(sequence_id=r1.id, now=now)
+    head = _head(r1)
+    assert head.state == SequenceState.ERROR
+    assert head.error_reason == "replica chain r ended in error: relocated too often"

@@ -19,6 +19,7 @@ from apps.work.domain.sequences import (
     compare_replica_steps,
     end_plan,
     extend_plan,
+    has_failed_step,
     host_can_take_sequence,
     is_restartable,
     mark_dispatched,
@@ -82,6 +83,31 @@ def test_host_already_two_ahead_gets_only_what_it_asks() -> None:
     seq, steps, _ = rpc(seq, steps, HOST_A, NOW)
     _, _, sent = rpc(seq, steps, HOST_A, NOW, jobs=0)
     assert sent == []
+
+
+def test_no_step_is_sent_after_a_step_failed_on_the_host() -> None:
+    seq, steps = assigned(10)
+    seq, steps, _ = rpc(seq, steps, HOST_A, NOW)
+    steps[0] = replace(steps[0], server_state=ServerState.OVER, outcome=Outcome.CLIENT_ERROR)
+    assert has_failed_step(seq, steps) is True
+    assert (
+        results_to_send(seq, steps, host_id=HOST_A, requested_jobs=5, requested_seconds=0, est_runtime=DAY)
+        == ()
+    )
+
+
+def test_a_step_invalid_on_the_host_stops_sending_too() -> None:
+    seq, steps = assigned(10)
+    seq, steps, _ = rpc(seq, steps, HOST_A, NOW)
+    steps[1] = replace(steps[1], server_state=ServerState.OVER, validate_state=ValidateState.INVALID)
+    assert has_failed_step(seq, steps) is True
+
+
+def test_a_late_step_still_running_does_not_stop_sending() -> None:
+    seq, steps = assigned(10)
+    seq, steps, _ = rpc(seq, steps, HOST_A, NOW)
+    steps = [replace(s, report_deadline=NOW - DAY) if s.report_deadline else s for s in steps]
+    assert has_failed_step(seq, steps) is False
 
 
 def test_other_host_gets_nothing_from_an_assigned_sequence() -> None:
@@ -228,6 +254,20 @@ def test_missed_deadline_restarts_after_the_last_validated_checkpoint() -> None:
     assert (plan.restart_after_index, plan.recreate_step_indices) == (5, (6, 7, 8))
     assert (plan.sequence.state, plan.sequence.first_undispatched_index) == (SequenceState.UNASSIGNED, 6)
     assert (plan.previous_host_id, plan.restart_state_result_id) == (HOST_A, steps[5].canonical_result_id)
+
+
+def test_relocation_reopens_the_validated_steps_after_the_restart_point() -> None:
+    seq, steps = _ran(10, finished=2)  # steps 0 and 1 validated, no checkpoint (step 2) yet
+    plan = missed_deadline_plan(seq, steps, now=NOW + DELAY + 1)
+    assert plan is not None
+    assert (plan.sequence.first_unvalidated_index, plan.sequence.first_undispatched_index) == (0, 0)
+
+
+def test_relocation_after_a_checkpoint_keeps_the_steps_up_to_it_validated() -> None:
+    seq, steps = _ran(10, finished=7)
+    plan = missed_deadline_plan(seq, steps, now=NOW + DELAY + 1)
+    assert plan is not None
+    assert plan.sequence.first_unvalidated_index == 6
 
 
 def test_no_missed_deadline_means_no_plan() -> None:

@@ -37,6 +37,7 @@ from apps.credit.domain.normalization import (
     VersionScale,
     normalize_app_versions,
     reference_pfc,
+    sample_median,
 )
 from apps.credit.domain.peak import (
     ResourceUsage,
@@ -132,6 +133,7 @@ __all__ = [
     "probation_on_valid",
     "reference_pfc",
     "roll_daily_count",
+    "sample_median",
     "update_error_rate",
     "update_quota",
     "update_rac",

@@ -168,7 +168,7 @@ def claimed_pfc(
 
     if app_version is None:  # unreachable: handled as "no app version info" above
         raise ValueError("app_version is required for a non-anonymous job")
-    f, approx = _normal_pfc(pfc, hav, app_version, scaling=scaling, policy=policy)
+    f, approx = _normal_pfc(pfc, hav, app_version, scaling=scaling, policy=policy, fpops_est=fpops_est)
     new_av_pfc = None if sample is None else app_version.pfc.update(sample, policy.version_average)[0]
     return PfcClaim(
         pfc=_safe(f, default),
@@ -210,8 +210,12 @@ def _normal_pfc(
     *,
     scaling: bool,
     policy: CreditPolicy,
+    fpops_est: float = 0.0,
 ) -> tuple[float, bool]:
-    """F = PFC * pfc_scale * host_scale; exact (not approx) only when both factors apply."""
+    """F = PFC * pfc_scale * host_scale; exact (not approx) only when both factors apply.
+
+    Without host normalization F is capped at ``policy.claim_cap`` times the version's typical
+    job, its average PFC (scaled like F) for ``fpops_est`` FLOPs."""
     host_scale = host_scale_factor(app_version.pfc, hav.pfc, policy=policy) if scaling else 0.0
     f, approx = pfc, True
     if app_version.pfc_scale > 0:
@@ -221,4 +225,7 @@ def _normal_pfc(
             approx = False
     elif host_scale:
         f *= host_scale
+    typical = app_version.pfc.avg * (app_version.pfc_scale or 1.0) * fpops_est
+    if not host_scale and policy.claim_cap > 0 and typical > 0:
+        f = min(f, policy.claim_cap * typical)
     return f, approx

@@ -7,7 +7,8 @@ app.min_avg_pfc = X. Anonymous-platform records never take part.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from apps.core.domain.average import Average
@@ -43,6 +44,21 @@ class VersionNormalization:
 
 
 UNCHANGED = VersionNormalization(min_avg_pfc=None, scales=())
+
+
+def sample_median(averages: Iterable[Average]) -> float | None:
+    """The sample-median of some averages: each average stands for its ``n`` samples, and the
+    value reached at half the samples (counted in increasing order) is returned; None if
+    there are no samples. Seed 003 proposes it for app_version.pfc_avg, over the version's
+    host_app_version averages, because one host's inflated average cannot move it far."""
+    usable = sorted((a.avg, a.n) for a in averages if a.n > 0 and math.isfinite(a.avg) and a.avg >= 0)
+    total = sum(n for _, n in usable)
+    seen = 0.0
+    for avg, n in usable:
+        seen += n
+        if seen * 2 >= total:
+            return avg
+    return None
 
 
 def _weighted_avg(versions: Sequence[VersionPfc]) -> float:

@@ -60,6 +60,20 @@ class CreditPolicy:
     max_granted_credit
         BOINC: claims above this many credits are disregarded and nothing granted exceeds
         it; 0 = no cap (seed). BOINC's validator default is ``BOINC_MAX_GRANTED_CREDIT``.
+    host_scale_max, host_average.limit, version_average.limit
+        The seed's cheat bounds: the host scaling factor's cap ("say, 10") and the per-sample
+        caps X of the host and app-version averages ("maybe 10 for hosts, 100 for app
+        versions"; BOINC's code caps both at 10). Projects set them (Project.credit_*).
+    version_median
+        The feeder sets each app version's pfc average to the sample-median of its hosts'
+        averages, the seed's remedy for "cheating or erroneous hosts can influence
+        app_version.pfc_avg": a median moves by at most one host's rank, so one host that
+        inflates its claims cannot raise the reference X, and with it everyone's credit.
+    claim_cap
+        Not in the seed: a claim that host normalization does not correct yet (the host's
+        first jobs, or while on probation) is capped at this many times its version's typical
+        job (the version's pfc average times pfc_scale times fpops_est); 0 = no cap. It bounds
+        what a host that inflates its elapsed time gains before its own average catches it out.
     """
 
     host_scale_check: bool = False
@@ -74,6 +88,8 @@ class CreditPolicy:
     min_version_samples: float = MIN_VERSION_SAMPLES
     host_average: AverageParams = HOST_AVERAGE
     version_average: AverageParams = APP_VERSION_AVERAGE
+    version_median: bool = False
+    claim_cap: float = 0.0
 
     @classmethod
     def boinc(cls, *, host_scale_check: bool = False) -> CreditPolicy:

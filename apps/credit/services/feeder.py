@@ -5,10 +5,12 @@ from __future__ import annotations
 from django.db import transaction
 
 from apps.applications.models import App, AppVersion
+from apps.core.domain.average import Average
 from apps.credit.convert import credit_policy
 from apps.credit.domain.cross_project import PlanClassScale as PlanClassScaleValue
-from apps.credit.domain.normalization import VersionPfc, normalize_app_versions
+from apps.credit.domain.normalization import VersionPfc, normalize_app_versions, sample_median
 from apps.credit.models import PlanClassScale
+from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass, daemon_lock
 
@@ -17,13 +19,25 @@ def credit_normalize_app(*, app_id: int) -> int:
     """Recompute the app's versions' pfc_scale and app.min_avg_pfc (seed 003 "Feeder changes").
 
     Rows are locked while read and written, so a concurrent validator's pfc sample lands
-    either before (and is counted) or after (and is kept). Returns the rows changed.
+    either before (and is counted) or after (and is kept). With the project's
+    ``credit_version_median`` each version's pfc average first becomes the sample-median of
+    its hosts' averages (read before the locks are taken). Returns the rows changed.
     """
+    app = App.objects.select_related("project").get(id=app_id)
+    policy = credit_policy(app)
+    medians = _host_medians(app) if policy.version_median else {}
     with transaction.atomic():
         app = App.objects.select_for_update().get(id=app_id)
         versions = list(
             AppVersion.objects.select_for_update().filter(app=app, deprecated=False).order_by("id")
         )
+        changed = 0
+        for version in versions:
+            median = medians.get(version.id)
+            if median is not None and median != version.pfc_avg:
+                version.pfc_avg = median
+                version.save(update_fields=["pfc_avg"])
+                changed += 1
         cross = [
             PlanClassScaleValue(
                 plan_class=p.plan_class, scale=p.scale, weight=p.weight, n_versions=p.n_versions
@@ -32,10 +46,9 @@ def credit_normalize_app(*, app_id: int) -> int:
         ]
         result = normalize_app_versions(
             [VersionPfc(v.id, v.is_gpu, v.pfc, v.plan_class) for v in versions],
-            policy=credit_policy(app),
+            policy=policy,
             cross_project=cross,
         )
-        changed = 0
         if result.min_avg_pfc is not None and result.min_avg_pfc != app.min_avg_pfc:
             app.min_avg_pfc = result.min_avg_pfc
             app.save(update_fields=["min_avg_pfc"])
@@ -48,6 +61,20 @@ def credit_normalize_app(*, app_id: int) -> int:
                 version.save(update_fields=["pfc_scale"])
                 changed += 1
     return changed
+
+
+def _host_medians(app: App) -> dict[int, float]:
+    """Each current version's sample-median of its host_app_version pfc averages (versions
+    without any host sample are left out)."""
+    medians = {}
+    for version_id in AppVersion.objects.filter(app=app, deprecated=False).values_list("id", flat=True):
+        rows = HostAppVersion.objects.filter(app_version_id=version_id, pfc_n__gt=0).values_list(
+            "pfc_n", "pfc_avg"
+        )
+        median = sample_median(Average(n=n, avg=avg) for n, avg in rows.iterator(chunk_size=2000))
+        if median is not None:
+            medians[version_id] = median
+    return medians
 
 
 def credit_normalize_project(*, project: Project) -> DaemonPass:

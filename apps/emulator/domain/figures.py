@@ -67,7 +67,7 @@ class SimulationReport:
     n_rpcs: int
     n_jobs_received: int
     n_jobs_completed: int
-    n_jobs_missed: int  # finished after their deadline
+    n_jobs_missed: int  # finished after their deadline, or still running past it at the end
     n_jobs_aborted: int  # never started before their deadline
 
     def _used(self, start: float | None, end: float | None) -> tuple[list[list[float]], float]:
@@ -159,6 +159,12 @@ class Recorder:
         if finished > deadline + 1e-6:
             self.n_missed += 1
             self.flops_wasted += fpops
+
+    def missed_unfinished(self, done_fpops: float) -> None:
+        """A job still running at the end of the run, past its deadline: whenever it ends it
+        is late, so it is missed and the work done on it is wasted."""
+        self.n_missed += 1
+        self.flops_wasted += done_fpops
 
     def report(self) -> SimulationReport:
         host = self.scenario.host

@@ -8,7 +8,8 @@ exact for the whole step; that is what lets a simulated year run in about a seco
 
 At each event: unstarted jobs past their deadline are dropped (the client aborts them),
 work fetch runs (one RPC at a time until the policy is satisfied), then the scheduler; at a
-scheduling period boundary it may preempt, otherwise it only fills idle instances.
+scheduling period boundary it may preempt, otherwise it only fills idle instances. When the
+run ends, a job still on the host past its deadline counts as missed (started) or aborted.
 
 Simplifications (stated, not hidden): the host is always on and connected, projects are
 always up, RPCs and file transfers take no time, a completed job is reported at once, and
@@ -84,7 +85,19 @@ class _Simulation:
                 next_poll = t + prefs.poll_interval
             if t < self.end:
                 self._decide(preempt)
+        self._close()
         return self.recorder.report()
+
+    def _close(self) -> None:
+        """The run ends with jobs still on the host: one already past its deadline can only be
+        late (missed, its FLOPs so far wasted) or, never started, aborted as ``_decide`` would."""
+        for job in self.state.jobs:
+            if self.state.now <= job.deadline + _DONE:
+                continue
+            if job.started:
+                self.recorder.missed_unfinished(job.done_fpops)
+            else:
+                self.recorder.n_aborted += 1
 
     def _next_event(self) -> float:
         now = self.state.now

@@ -63,8 +63,8 @@ def transfer_savings(deliveries: Iterable[Delivery]) -> TransferSavings:
 
 @dataclass(frozen=True, slots=True)
 class FileDeliveries:
-    """One large file's deliveries: the results sent with it and the distinct hosts they
-    went to (a GROUP BY row, so the database counts millions of deliveries)."""
+    """One large file's deliveries: the results sent with it and the distinct hosts that
+    downloaded it for them (a GROUP BY row, so the database counts millions of deliveries)."""
 
     file_name: str
     nbytes: int
@@ -74,9 +74,8 @@ class FileDeliveries:
 
 def transfer_savings_per_file(rows: Iterable[FileDeliveries], *, hosts: int) -> TransferSavings:
     """``transfer_savings`` from per-file counts; ``hosts`` is the number of distinct hosts
-    over all files. Each host downloads a file once, so a file costs its size once per
-    distinct host, against once per delivery without locality: the same figures as
-    ``transfer_savings`` over the deliveries the rows count."""
+    over all files. A file costs its size once per host that downloaded it, against once
+    per delivery without locality."""
     files = count = sent = baseline = 0
     for row in rows:
         if row.nbytes < 0 or row.deliveries < 0 or not 0 <= row.hosts <= row.deliveries:

@@ -336,7 +336,7 @@ class Dispatcher:
             count_sent(hav_stats(hav)),
             delay_bound=delay_bound,
             now=self.ctx.now_unix,
-            policy=credit_policy(app),
+            policy=credit_policy(app, self.ctx.project),
         )
         hav_apply(hav, stats)
         if hav.pk:

@@ -172,6 +172,7 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
                     md5_cksum=f.md5_cksum,
                     nbytes=f.nbytes,
                     sticky=f.sticky,
+                    report_on_rpc=f.report_on_rpc,
                     no_delete=f.no_delete,
                 ),
             )

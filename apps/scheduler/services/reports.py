@@ -215,7 +215,7 @@ def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
             delay_bound=result.workunit.delay_bound,
             reference_pfc_avg=reference,
             max_jobs_per_day_init=max_jobs_per_day_init(app, ctx.project),
-            policy=credit_policy(app),
+            policy=credit_policy(app, ctx.project),
         )
         hav_apply(hav, stats)
         touched[hav.pk] = hav

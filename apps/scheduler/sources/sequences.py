@@ -47,6 +47,7 @@ from apps.scheduler.services.dispatch import (
 from apps.scheduler.services.versions import HostVersions
 from apps.work.domain.sequences import (
     SequenceSnapshot,
+    has_failed_step,
     host_can_take_sequence,
     mark_dispatched,
     max_sequence_jobs,
@@ -273,6 +274,8 @@ def _send_steps(dispatcher: Dispatcher, seq: WorkSequence) -> int:
     if head is None or head.state != SequenceState.ASSIGNED or head.assigned_host_id != ctx.host.id:
         return 0  # a daemon pass holds it, or it just moved
     chain = chain_load(head)
+    if has_failed_step(chain.snapshot, chain.steps):
+        return 0  # its later steps can never run; the sequence-deadline daemon relocates it
     option = _option(dispatcher, head.app_id, wanted=True)
     floor_only = option is None or not ctx.req.work_request.wants_work
     option = option or _option(dispatcher, head.app_id, wanted=False)

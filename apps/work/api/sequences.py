@@ -26,6 +26,7 @@ from apps.projects.models import Project
 from apps.work.api.filters import WorkSequenceFilterSet
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
 from apps.work.api.views import ProjectScopedMixin, job_spec
+from apps.work.domain.states import SequenceState
 from apps.work.models import WorkSequence
 from apps.work.services import WorkError
 from apps.work.services.create import INT32_MAX, MAX_DELAY_BOUND
@@ -47,6 +48,9 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
     dispatched = serializers.SerializerMethodField()
     checkpoint_result = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
     replica_of = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    assigned_host = serializers.SerializerMethodField(
+        help_text="The host holding it; null unless ASSIGNED (an ended or failed one has none)"
+    )
 
     class Meta:
         model = WorkSequence
@@ -66,10 +70,15 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
             "last_progress_time",
             "checkpoint_result",
             "n_relocations",
+            "n_disagreements",
+            "error_reason",
             "relocated_from",
             "replica_of",
             "create_time",
         ]
+
+    def get_assigned_host(self, obj: WorkSequence) -> int | None:
+        return obj.assigned_host_id if obj.state == SequenceState.ASSIGNED else None
 
     def get_validated(self, obj: WorkSequence) -> int:
         return obj.n_steps if obj.first_unvalidated is None else obj.first_unvalidated.sequence_index or 0  # type: ignore[attr-defined]

@@ -5,6 +5,21 @@ The sequence-deadline daemon, one pass per sequence:
 1. refresh the head links from the steps (``refresh_head``);
 2. find dispatched steps after the checkpoint that missed their deadline or failed;
 3. if any: deassign and prepare the restart after the checkpoint (``relocation_plan``).
+
+Where a relocated sequence restarts. Seed 001 keeps a sequence's state on its host between steps
+and has it uploaded only at restartable steps ("we make every 7th result restartable and set the
+XML file infos so that the large state files will be uploaded"); the head links to "the first
+workunit in the sequence for which no validated result has been received". So the only states the
+server holds are the initial one and those of validated restartable steps, and the restart point is
+just after the last of them. A step validated after that point (in the climate example, any of the
+first six before step 7 validated) produced a state that never left the old host: nothing can
+continue from its output, so the restart point cannot move past it. Such a step is *re-opened*
+instead: it is redone from the restart point like every other step after it, its workunit loses its
+canonical result (the old result keeps its VALID state and its credit: it was computed honestly, on a
+branch that died with the host), its new result is validated and assimilated as the step's output,
+and the first-unvalidated link moves back to the restart point. Keeping the old canonical result
+instead would have the scheduler tell the new host to abort the redone step (its workunit is done)
+and the next step would never get its input.
 """
 
 from __future__ import annotations
@@ -80,7 +95,9 @@ def relocation_plan(
 ) -> RelocationPlan:
     """Deassign ``seq`` and prepare it to restart after its checkpoint (see the module doc).
 
-    ``checkpoint`` adopts a later checkpoint from elsewhere (a replica chain that won the
+    Every dispatched step from the restart point on is re-created (``recreate_step_indices``);
+    those among them that were validated are re-opened, so the first unvalidated step is the
+    restart point. ``checkpoint`` adopts a later checkpoint from elsewhere (a replica chain that won the
     comparison at that step); an earlier one than the head's is ignored. A sequence that is
     ENDED (perhaps just now, by the refresh) or in ERROR is only refreshed.
     """
@@ -97,6 +114,7 @@ def relocation_plan(
         seq,
         state=SequenceState.UNASSIGNED,
         assigned_host_id=None,
+        first_unvalidated_index=min(restart, seq.first_unvalidated_index),
         first_undispatched_index=min(restart, seq.first_undispatched_index),
         last_restartable_validated_index=ck_index,
         checkpoint_result_id=ck_result,

@@ -121,7 +121,7 @@ class RelocationPlan:
     previous_host_id: int | None
     restart_after_index: int | None  # None: from the start
     restart_state_result_id: int | None  # whose uploaded state the first re-created step reads
-    recreate_step_indices: tuple[int, ...]  # each needs a new UNSENT result
+    recreate_step_indices: tuple[int, ...]  # each needs a new UNSENT result; validated ones re-open
     failed_step_indices: tuple[int, ...]
     didnt_need_result_ids: tuple[int, ...] = ()  # unsent results dropped on ERROR
 

@@ -28,9 +28,11 @@ Decisions:
   its deadline, errors or is found invalid, the sequence is deassigned and restarts after the last
   restartable step with a validated result (or from the start): every dispatched step after it
   gets a new result and ``first_undispatched_index`` returns to just after it. Steps up to the
-  checkpoint are never re-created; a validated step after it is recomputed (its state never left
-  the old host), and its new result is checked against the existing canonical result. After
+  checkpoint are never re-created; a validated step after it is re-opened and recomputed, since
+  its state never left the old host (the reading of the seed is in sequence_relocation.py). After
   ``max_relocations`` the sequence goes to ERROR instead of looping on a step that always fails.
+  While the host holds the sequence, no step goes to it after an earlier one failed there
+  (``results_to_send``): that step's successors could never run.
   The old host's in-progress results are left alone: they time out, or if reported late are
   validated like any result; the host learns of the move from a NOT_ASSIGNED notice.
 * **Ending.** ``ended`` means no more steps will be added (climate: set at creation; folding: set
@@ -98,6 +100,7 @@ __all__ = [
     "end_plan",
     "extend_plan",
     "failed_step_indices",
+    "has_failed_step",
     "host_can_take_sequence",
     "is_restartable",
     "mark_dispatched",
@@ -155,6 +158,18 @@ def _in_progress_count(seq: SequenceSnapshot, steps: Iterable[SequenceStep]) -> 
     )
 
 
+def has_failed_step(seq: SequenceSnapshot, steps: Iterable[SequenceStep]) -> bool:
+    """Whether a step dispatched to the current host since the checkpoint was reported failed
+    (an error, or found invalid). Its successors read its state, so none of them can run."""
+    after = -1 if seq.last_restartable_validated_index is None else seq.last_restartable_validated_index
+    return any(
+        after < s.index < seq.first_undispatched_index
+        and s.server_state == ServerState.OVER
+        and s.failed(now=0.0)  # a reported outcome; deadlines are the daemon's to judge
+        for s in steps
+    )
+
+
 def results_to_send(
     seq: SequenceSnapshot,
     steps: Sequence[SequenceStep],
@@ -170,9 +185,12 @@ def results_to_send(
 
     The request wants ``max(requested_jobs, ceil(requested_seconds / est_runtime))`` results,
     capped by ``max_jobs`` (the sequence-mix bound); at least enough go to leave ``min_ahead``
-    unfinished steps on the host. Sending stops at the first step without an unsent result.
+    unfinished steps on the host. Sending stops at the first step without an unsent result, and
+    nothing goes once a step failed on the host (``has_failed_step``).
     """
     if seq.state != SequenceState.ASSIGNED or seq.assigned_host_id != host_id:
+        return ()
+    if has_failed_step(seq, steps):
         return ()
     wanted = max(requested_jobs, 0)
     if est_runtime > 0 and requested_seconds > 0:

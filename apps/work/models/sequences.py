@@ -76,6 +76,10 @@ class WorkSequence(models.Model):
         help_text="The host it was last taken from; for one delay bound it goes to another host (seed 001)",
     )
     relocated_time = models.DateTimeField(null=True, blank=True, help_text="When it was last relocated")
+    n_disagreements = models.PositiveIntegerField(
+        default=0, help_text="Times its replica chains disagreed at a checkpoint and restarted"
+    )
+    error_reason = models.CharField(max_length=500, blank=True, help_text="Why the sequence is in ERROR")
 
     class Meta:
         ordering = ["id"]

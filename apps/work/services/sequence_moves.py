@@ -6,7 +6,9 @@ Relocation (``relocation_apply``), for a ``RelocationPlan`` from apps.work.domai
    deadline and grace period, else DIDNT_NEED. A late report is then ignored, so a step is never
    validated twice from two hosts' diverging chains, and the scheduler's abort list tells the old
    host to drop them;
-2. each step to redo gets a new INACTIVE result;
+2. each step to redo gets a new INACTIVE result; one that had a canonical result is re-opened
+   (apps/work/domain/sequence_relocation.py): the canonical result is cleared and the workunit
+   will be assimilated again, and its files deleted again, once the new result validates;
 3. the first step to redo reads the checkpoint's uploaded state (staged in the download area), and
    each later one the state of its predecessor's new result;
 4. the head is written: UNASSIGNED, first_undispatched back at the restart point, or ERROR after too
@@ -20,14 +22,23 @@ its next RPC.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
 
 from apps.core import clock
-from apps.work.domain.sequences import RelocationPlan, end_plan
-from apps.work.domain.states import ErrorMask, Outcome, SequenceState, ServerState, ValidateState
+from apps.work.domain.sequences import RelocationPlan, SequenceSnapshot, end_plan
+from apps.work.domain.states import (
+    AssimilateState,
+    ErrorMask,
+    FileDeleteState,
+    Outcome,
+    SequenceState,
+    ServerState,
+    ValidateState,
+)
 from apps.work.models import Result, Workunit
 from apps.work.services.sequence_rows import Chain, head_save
 from apps.work.services.sequence_steps import checkpoint_stage, state_inputs_link, step_result_create
@@ -64,10 +75,12 @@ def relocation_apply(chain: Chain, plan: RelocationPlan, *, now: datetime) -> No
     """Write a relocation plan (steps in the module doc)."""
     late_before = grace_now(chain, now)
     if plan.sequence.state == SequenceState.ERROR:
-        _cancel_unvalidated(chain, now)
-        head_save(chain, plan.sequence, now=now)
+        n = plan.sequence.n_relocations
+        reason = f"relocated {n} time{'' if n == 1 else 's'}; the limit is {max_relocations()}"
+        chain_fail(chain, reason, now=now, head=plan.sequence)
         return
     old_first_undispatched = chain.snapshot.first_undispatched_index
+    _reopen([chain.workunits[i] for i in plan.recreate_step_indices])
     for index in plan.recreate_step_indices:
         old = chain.results[index]
         if old.server_state == ServerState.IN_PROGRESS:
@@ -89,6 +102,31 @@ def relocation_apply(chain: Chain, plan: RelocationPlan, *, now: datetime) -> No
         chain.head.relocated_time = now
         chain.head.save(update_fields=["relocated_from", "relocated_time"])
     head_save(chain, plan.sequence, now=now)
+
+
+def _reopen(workunits: list[Workunit]) -> None:
+    """Validated steps to redo lose their canonical result: the new branch's result replaces it."""
+    reopened = [wu for wu in workunits if wu.canonical_result_id is not None]
+    Workunit.objects.filter(id__in=[wu.id for wu in reopened]).update(
+        canonical_result=None,
+        canonical_credit=0,
+        need_validate=False,
+        assimilate_state=AssimilateState.INIT,
+        file_delete_state=FileDeleteState.INIT,
+    )
+    for wu in reopened:
+        wu.canonical_result_id = None
+
+
+def chain_fail(chain: Chain, reason: str, *, now: datetime, head: SequenceSnapshot | None = None) -> None:
+    """End a chain in ERROR with ``reason`` (shown in the admin): every unvalidated step is
+    cancelled, and the host is told on its next RPC. ``head``: the snapshot to write, if the
+    caller's plan made one."""
+    new = head or replace(chain.snapshot, state=SequenceState.ERROR, assigned_host_id=None)
+    _cancel_unvalidated(chain, now)
+    head_save(chain, new, now=now)
+    chain.head.error_reason = reason
+    chain.head.save(update_fields=["error_reason"])
 
 
 def _cancel_unvalidated(chain: Chain, now: datetime) -> int:

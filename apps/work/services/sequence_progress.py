@@ -21,11 +21,13 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 
 from apps.core import clock
 from apps.work.domain.sequences import missed_deadline_plan, refresh_head, relocation_plan
-from apps.work.domain.states import SequenceState
-from apps.work.models import Workunit
+from apps.work.domain.states import SequenceState, ServerState
+from apps.work.models import Result, WorkSequence, Workunit
 from apps.work.services.sequence_create import chain_extend
 from apps.work.services.sequence_hooks import SequenceProgress, hook_decide
 from apps.work.services.sequence_moves import (
@@ -162,3 +164,15 @@ def sequence_end(*, sequence_id: int, now: datetime | None = None) -> bool:
 
 def sequence_end_many(*, sequence_ids: list[int], now: datetime | None = None) -> int:
     return sum(sequence_end(sequence_id=i, now=now) for i in sequence_ids)
+
+
+def sequence_running_steps(*, sequence_ids: list[int]) -> int:
+    """Steps in progress on hosts that ending these live sequences (and their replica chains)
+    would abort: what an operator is told before and after ending them."""
+    primaries = WorkSequence.objects.filter(id__in=sequence_ids, state__in=LIVE_STATES).values_list(
+        Coalesce("replica_of_id", "id"), flat=True
+    )
+    chains = WorkSequence.objects.filter(
+        Q(id__in=list(primaries)) | Q(replica_of_id__in=list(primaries)), state__in=LIVE_STATES
+    )
+    return Result.objects.filter(workunit__sequence__in=chains, server_state=ServerState.IN_PROGRESS).count()

@@ -15,10 +15,15 @@ when a chain's refresh finds its next checkpoint validated:
 3. this chain agrees: its checkpoint moves to k. It disagrees: its step-k result becomes INVALID,
    the validated steps it computed from the bad state lose their canonical result, and it is
    relocated to continue from the agreed state. No consensus can come (all reported, no quorum):
-   it restarts from its previous checkpoint on another host, and so do the others.
+   every reported chain's step-k result is marked INVALID, and each chain whose step-k result is
+   so marked restarts from the last agreed checkpoint on another host (``chain_disagreement``).
+   After the project's ``sequence_max_disagreements`` restarts the chains end in ERROR instead,
+   with the reason on the head; a chain whose sibling ended in ERROR ends with it, since no
+   quorum can form without it.
 
 Each chain only writes its own head; the others follow on their own refresh (the validator's call
-or the sequence-deadline daemon), so no two head rows are locked at once.
+or the sequence-deadline daemon), so no two head rows are locked at once. The INVALID marks on the
+step-k results are what tells the other chains, whose refresh may come after this chain restarted.
 """
 
 from __future__ import annotations
@@ -38,10 +43,10 @@ from apps.work.domain.sequences import (
     refresh_head,
     relocation_plan,
 )
-from apps.work.domain.states import ValidateState
+from apps.work.domain.states import SequenceState, ValidateState
 from apps.work.domain.validation import bitwise_equal, tolerant_numeric_equal
 from apps.work.models import Result, WorkSequence, Workunit
-from apps.work.services.sequence_moves import grace_now, relocation_apply
+from apps.work.services.sequence_moves import chain_fail, grace_now, relocation_apply
 from apps.work.services.sequence_rows import Chain, head_save
 from apps.work.services.sequence_steps import state_files, uploaded_path
 
@@ -108,8 +113,14 @@ def _next_checkpoint(chain: Chain) -> int | None:
 
 def replicas_compare(chain: Chain, *, now: datetime) -> bool:
     """Compare this chain with its siblings at its next validated checkpoint (module doc)."""
+    if not chain.replicated:
+        return False
+    failed = _sibling_in_error(chain.head)
+    if failed is not None:
+        chain_fail(chain, f"replica chain {failed.name} ended in error: {failed.error_reason}"[:500], now=now)
+        return True
     k = _next_checkpoint(chain)
-    if not chain.replicated or k is None:
+    if k is None:
         return False
     ids = group_ids(chain.head)
     rows = {
@@ -149,13 +160,46 @@ def replicas_compare(chain: Chain, *, now: datetime) -> bool:
         )
         relocation_apply(chain, plan, now=now)
         return True
-    if verdict.need_more_replicas and me not in verdict.pending_sequence_ids:
-        confirmed = chain.snapshot.last_restartable_validated_index
-        _unvalidate(chain, first=0 if confirmed is None else confirmed + 1)
-        plan = relocation_plan(chain.snapshot, chain.steps, now=grace_now(chain, now).timestamp())
-        relocation_apply(chain, plan, now=now)
+    mine = rows[me].canonical_result
+    if verdict.need_more_replicas and mine is not None:
+        # Every chain that reported step k is told by its mark, whichever refreshes first.
+        reported = [r.result_id for r in replicas if r.result_id is not None]
+        Result.objects.filter(id__in=reported).update(validate_state=ValidateState.INVALID)
+        mine.validate_state = ValidateState.INVALID
+    if mine is not None and mine.validate_state == ValidateState.INVALID:
+        chain_disagreement(chain, k, now=now)
         return True
     return False
+
+
+def _sibling_in_error(head: WorkSequence) -> WorkSequence | None:
+    return (
+        WorkSequence.objects.filter(id__in=group_ids(head), state=SequenceState.ERROR)
+        .exclude(id=head.id)
+        .order_by("id")
+        .first()
+    )
+
+
+def chain_disagreement(chain: Chain, k: int, *, now: datetime) -> None:
+    """The chains could not agree at step ``k``: restart this one from the last agreed
+    checkpoint on another host, or end it in ERROR once the project's restarts are used up."""
+    head = chain.head
+    head.n_disagreements += 1
+    head.save(update_fields=["n_disagreements"])
+    allowed = head.project.sequence_max_disagreements
+    if head.n_disagreements > allowed:
+        times = "1 time" if head.n_disagreements == 1 else f"{head.n_disagreements} times"
+        chain_fail(
+            chain,
+            f"the replica chains disagreed at step {k} ({times}; the project allows {allowed} restarts)",
+            now=now,
+        )
+        return
+    confirmed = chain.snapshot.last_restartable_validated_index
+    _unvalidate(chain, first=0 if confirmed is None else confirmed + 1)
+    plan = relocation_plan(chain.snapshot, chain.steps, now=grace_now(chain, now).timestamp())
+    relocation_apply(chain, plan, now=now)
 
 
 def _with_checkpoint(chain: Chain, k: int, result_id: int | None) -> SequenceSnapshot:

@@ -25,7 +25,7 @@ from apps.core import clock
 from apps.work.domain.sequences import SequenceSnapshot, SequenceStep
 from apps.work.domain.states import Outcome, SequenceState, ServerState, ValidateState
 from apps.work.models import Result, WorkSequence, Workunit
-from apps.work.services.sequence_steps import checkpoint_release, checkpoint_stage
+from apps.work.services.sequence_steps import checkpoint_release, checkpoint_stage, first_inputs_release
 
 LIVE_STATES = (SequenceState.UNASSIGNED, SequenceState.ASSIGNED)
 ORPHAN_HOST = 0
@@ -183,5 +183,7 @@ def _checkpoint_moved(head: WorkSequence, previous: Result | None) -> None:
         current = Result.objects.select_related("workunit", "project").get(id=head.checkpoint_result_id)
         head.checkpoint_result = current
         checkpoint_stage(current)
+        if previous is None:
+            first_inputs_release(head)  # no relocation restarts from step 0 any more
     if previous is not None and not WorkSequence.objects.filter(checkpoint_result=previous).exists():
         checkpoint_release(previous)

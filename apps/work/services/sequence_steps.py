@@ -29,7 +29,7 @@ from apps.work.domain.sequences import (
     OutputFileSpec,
     plan_output_files,
 )
-from apps.work.domain.states import ServerState
+from apps.work.domain.states import FileDeleteState, ServerState
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
 from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
 from apps.work.services.create import (
@@ -194,11 +194,17 @@ def state_inputs_link(wu: Workunit, source: Result) -> None:
 
 
 def first_inputs_add(wu: Workunit, specs: tuple[InputSpec, ...], copied: list[Path]) -> None:
-    """Step 0's own inputs (the initial state), after the shared ones."""
+    """Step 0's own inputs (the initial state), after the shared ones.
+
+    They are kept (no_delete) until the sequence has a checkpoint: until then a relocation
+    restarts from step 0, whose workunit may have had its files deleted after it validated."""
     project = wu.project
     refs = []
     for n, spec in enumerate(specs):
         staged = input_file_stage(project=project, spec=spec, copied=copied)
+        if not staged.no_delete:
+            staged.no_delete = True
+            staged.save(update_fields=["no_delete"])
         refs.append(
             WorkunitFileRef(
                 workunit=wu,
@@ -209,6 +215,20 @@ def first_inputs_add(wu: Workunit, specs: tuple[InputSpec, ...], copied: list[Pa
             )
         )
     WorkunitFileRef.objects.bulk_create(refs)
+
+
+def first_inputs_release(head: WorkSequence) -> int:
+    """The sequence has its first checkpoint: step 0's own inputs may go once nothing uses them
+    (the file deleter's pass over READY input files). Returns the number released."""
+    file_ids = WorkunitFileRef.objects.filter(
+        workunit__sequence=head,
+        workunit__sequence_index=0,
+        ordinal__gte=FIRST_INPUT_ORDINAL,
+        ordinal__lt=CHAIN_INPUT_ORDINAL,
+    ).values_list("file_id", flat=True)
+    return InputFile.objects.filter(id__in=list(file_ids), no_delete=True).update(
+        no_delete=False, file_delete_state=FileDeleteState.READY
+    )
 
 
 def uploaded_path(project: Project, name: str) -> Path | None:

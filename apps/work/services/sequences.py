@@ -6,7 +6,8 @@
 * progress: ``sequence_on_result_validated`` (the validator calls it per validated workunit) and
   ``sequence_refresh``;
 * the sequence-deadline daemon: ``sequence_deadlines_check`` (Celery task work.sequence_deadlines);
-* operators: ``sequence_deassign_many`` (relocate), ``sequence_end_many``, ``sequence_end``;
+* operators: ``sequence_deassign_many`` (relocate), ``sequence_end_many``, ``sequence_end``,
+  ``sequence_running_steps`` (what ending would abort);
 * the scheduler: ``sequence_relocate`` when a host lost its sequence.
 
 The rules are pure functions in apps.work.domain.sequences; the modules here load rows, call them
@@ -35,6 +36,7 @@ from apps.work.services.sequence_progress import (
     sequence_on_result_validated,
     sequence_refresh,
     sequence_relocate,
+    sequence_running_steps,
 )
 from apps.work.services.sequence_steps import default_delay_bound
 
@@ -52,6 +54,7 @@ __all__ = [
     "sequence_on_result_validated",
     "sequence_refresh",
     "sequence_relocate",
+    "sequence_running_steps",
 ]
 
 
