@@ -309,6 +309,25 @@ def fill_standard_project(db: BoincDb, keys: Keys) -> Scenario:
     )
 
 
+def add_user(db: BoincDb, user_id: int, **values: object) -> int:
+    """A valid BOINC user row (columns not given get plausible values)."""
+    defaults = {
+        "email_addr": f"v{user_id}@example.org",
+        "name": f"Volunteer {user_id}",
+        "authenticator": f"{user_id:032x}",
+        "cross_project_id": f"{user_id:032x}",
+        "passwd_hash": "",
+        "create_time": 1_600_000_000,
+    }
+    return db.add("user", id=user_id, **{**defaults, **values})
+
+
+def add_host(db: BoincDb, host_id: int, userid: int, **values: object) -> int:
+    """A valid BOINC host row of ``userid``."""
+    defaults = {"host_cpid": f"{host_id:032x}", "create_time": 1_600_000_000}
+    return db.add("host", id=host_id, userid=userid, **{**defaults, **values})
+
+
 def _php_bcrypt(digest: str) -> str:
     """What PHP's password_hash() stores: bcrypt with the $2y$ prefix."""
     return bcrypt.hashpw(digest.encode(), bcrypt.gensalt(10)).decode().replace("$2b$", "$2y$", 1)

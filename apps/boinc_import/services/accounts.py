@@ -133,10 +133,15 @@ def team_founders_import(run: ImportRun) -> None:
     """Each imported team's founder, once the users are in (a team founded by a user who
     was not imported has none, as when BOINC's founder leaves)."""
     rows = run.source.rows("SELECT id, userid FROM team ORDER BY id")
+    open_teams = (
+        set(Team.objects.filter(project=run.project, founder__isnull=True).values_list("id", flat=True))
+        if run.project.pk is not None
+        else {run.teams.target(row["id"]) for row in rows}
+    )
     pairs = []
     for row in rows:
         team_id, founder = run.teams.target(row["id"]), run.users.target(row["userid"])
-        if team_id is not None and founder is not None:
+        if team_id in open_teams and founder is not None:
             pairs.append((founder, team_id))
     if not run.dry_run:
         for start in range(0, len(pairs), 5000):

@@ -41,6 +41,7 @@ def platforms_import(run: ImportRun) -> None:
     rows = run.source.rows(f"SELECT {PLATFORM_COLUMNS} FROM platform ORDER BY id")
     known = dict(Platform.objects.values_list("name", "id"))
     issues: list[Issue] = []
+    added = 0
     for row in rows:
         try:
             mapped = map_platform(row)
@@ -48,11 +49,13 @@ def platforms_import(run: ImportRun) -> None:
             issues.append(Issue("platform", row["id"], 0, True, str(exc)))
             continue
         name = mapped.values["name"]
-        if name not in known and not run.dry_run:
-            known[name] = Platform.objects.get_or_create(name=name, defaults=mapped.values)[0].pk
+        if name not in known:
+            added += 1
+            if not run.dry_run:
+                known[name] = Platform.objects.get_or_create(name=name, defaults=mapped.values)[0].pk
         run.platforms[row["id"]] = known.get(name, -row["id"])  # a dry run's placeholder id
         issues += _notes("platform", row["id"], mapped)
-    _finish(run, "platform", len(rows), len(run.platforms), issues, started)
+    _finish(run, "platform", len(rows), added, issues, started)
 
 
 def apps_import(run: ImportRun) -> None:
@@ -80,7 +83,7 @@ def apps_import(run: ImportRun) -> None:
             run.apps[row["id"]] = known[name]
         elif run.dry_run and not any(i.source_id == row["id"] and i.refused for i in issues):
             run.apps[row["id"]] = -row["id"]
-    _finish(run, "app", len(rows), len(run.apps), issues, started)
+    _finish(run, "app", len(rows), len(new), issues, started)
 
 
 def _existing_apps(run: ImportRun) -> dict[str, int]:
@@ -96,16 +99,18 @@ def app_versions_import(run: ImportRun) -> None:
     rows = run.source.rows(f"SELECT {VERSION_COLUMNS} FROM app_version ORDER BY id")
     platform_names = dict(Platform.objects.filter(id__in=run.platforms.values()).values_list("id", "name"))
     issues: list[Issue] = []
+    added = 0
     for row in rows:
         try:
             version = _map_version(run, row)
-            ref = _version_store(run, row, version, platform_names)
+            ref, new = _version_store(run, row, version, platform_names)
         except RowRefused as exc:
             issues.append(Issue("app_version", row["id"], 0, True, str(exc)))
             continue
         issues += _notes("app_version", row["id"], version)
         run.versions[row["id"]] = ref
-    _finish(run, "app_version", len(rows), len(run.versions), issues, started)
+        added += new
+    _finish(run, "app_version", len(rows), added, issues, started)
 
 
 def _map_version(run: ImportRun, row: dict[str, object]) -> Mapped:
@@ -137,8 +142,9 @@ def _plan_class(run: ImportRun, name: str) -> PlanClassSpec:
 
 def _version_store(
     run: ImportRun, row: dict[str, object], version: Mapped, platform_names: dict[int, str]
-) -> VersionRef:
-    """Place the version's files and write its rows (or find them from an earlier run)."""
+) -> tuple[VersionRef, bool]:
+    """Place the version's files and write its rows (or find them from an earlier run);
+    whether it is new."""
     values = version.values
     download = run.project_dir / "download"
     sources = []
@@ -185,7 +191,7 @@ def _version_store(
                 for i, f in enumerate(version.files)
             )
         version_id = created.pk
-    return VersionRef(
+    ref = VersionRef(
         id=version_id,
         app_id=values["app_id"],
         platform=platform_names.get(values["platform_id"], ""),
@@ -195,6 +201,7 @@ def _version_store(
         avg_ncpus=values["avg_ncpus"],
         gpu_usage=values["gpu_usage"],
     )
+    return ref, existing is None
 
 
 def _notes(table: str, source_id: int, mapped: Mapped) -> list[Issue]:

@@ -357,15 +357,21 @@ def _canonical_results(run: ImportRun, result_offset: int) -> None:
     rows = run.source.rows(
         f"SELECT w.id, w.canonical_resultid FROM workunit w WHERE w.canonical_resultid <> 0 AND {IN_PROGRESS_WORKUNITS}"
     )
-    pairs = [
-        (
-            r["canonical_resultid"] + result_offset,
-            r["id"] + run.workunits.offset,
-            r["canonical_resultid"] + result_offset,
+    without = (
+        set(
+            Workunit.objects.filter(project=run.project, canonical_result__isnull=True).values_list(
+                "id", flat=True
+            )
         )
-        for r in rows
-        if run.workunits.target(r["id"]) is not None
-    ]
+        if run.project.pk is not None
+        else {run.workunits.target(r["id"]) for r in rows}
+    )
+    pairs = []
+    for r in rows:
+        wu_id = run.workunits.target(r["id"])
+        if wu_id is not None and wu_id in without:
+            result_id = r["canonical_resultid"] + result_offset
+            pairs.append((result_id, wu_id, result_id))
     if not run.dry_run:
         for start in range(0, len(pairs), 5000):
             execute_many(
