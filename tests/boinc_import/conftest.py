@@ -272,6 +272,7 @@ def fill_standard_project(db: BoincDb, keys: Keys) -> Scenario:
         hostid=7,
         userid=ADA.id,
         app_version_id=1,
+        flops_estimate=3e9,  # the host's peak FLOPS for the version, set when BOINC sent it
         create_time=int(now - day),
         sent_time=int(now - 3600),
         report_deadline=int(now + 7 * day),
