@@ -16,6 +16,7 @@ from apps.core.domain.signing import verify_md5_signature
 from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.hosts.models import Host, HostAppVersion
 from apps.projects.models import Platform, Project
+from apps.protocol.filenames import partial_upload_name
 from apps.volunteers.models import Account, Team
 from apps.work.domain.states import ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
@@ -29,6 +30,8 @@ from tests.boinc_import.conftest import (
     add_user,
     hier,
     import_boinc,
+    md5,
+    write,
 )
 from tests.factories import AccountFactory, HostFactory, ProjectFactory
 
@@ -186,14 +189,45 @@ def test_only_work_in_progress_is_imported_with_its_files(boinc_db, standard, pr
     assert wu.output_files[0]["max_nbytes"] == 10_000
 
 
-def test_an_output_uploaded_to_the_old_server_is_received_here(boinc_db, standard, project_dir):
+def test_a_reported_results_upload_to_the_old_server_is_received_here(boinc_db, standard, project_dir):
     data = b"42\n"
-    (hier(project_dir / "upload", standard.running_output)).parent.mkdir(parents=True)
-    hier(project_dir / "upload", standard.running_output).write_bytes(data)
+    write(hier(project_dir / "upload", "wu_fresh_0_r1_0"), data)
+    reported = (
+        f"<file_info><name>wu_fresh_0_r1_0</name><nbytes>{len(data)}</nbytes><max_nbytes>10000</max_nbytes>"
+        f"<md5_cksum>{md5(data)}</md5_cksum></file_info>"
+    )
+    boinc_db.execute(
+        "UPDATE result SET server_state = 5, outcome = 1, client_state = 5, xml_doc_out = %s WHERE id = 22",
+        [reported],
+    )
     import_boinc(boinc_db, project_dir)
-    output = OutputFile.objects.get(name=standard.running_output)
-    assert (output.uploaded, output.nbytes) == (True, 3)
-    assert (Project.objects.get().upload_dir / standard.running_output).read_bytes() == data
+    output = OutputFile.objects.get(name="wu_fresh_0_r1_0")
+    assert (output.uploaded, output.nbytes, output.md5_cksum) == (True, 3, md5(data))
+    assert (Project.objects.get().upload_dir / "wu_fresh_0_r1_0").read_bytes() == data
+
+
+def test_a_reported_upload_that_does_not_match_the_report_is_left_behind(boinc_db, standard, project_dir):
+    write(hier(project_dir / "upload", "wu_fresh_0_r1_0"), b"partial")
+    other = md5(b"42")
+    reported = (
+        f"<file_info><name>wu_fresh_0_r1_0</name><nbytes>7</nbytes><md5_cksum>{other}</md5_cksum></file_info>"
+    )
+    boinc_db.execute(
+        "UPDATE result SET server_state = 5, outcome = 1, xml_doc_out = %s WHERE id = 22", [reported]
+    )
+    output = import_boinc(boinc_db, project_dir, "-v", "2")
+    assert "changed result 22: uploaded file wu_fresh_0_r1_0 is not what the client reported" in output
+    assert OutputFile.objects.get(name="wu_fresh_0_r1_0").uploaded is False
+    assert not (Project.objects.get().upload_dir / "wu_fresh_0_r1_0").exists()
+
+
+def test_an_upload_of_a_task_in_progress_is_kept_both_whole_and_for_resuming(boinc_db, standard, project_dir):
+    write(hier(project_dir / "upload", standard.running_output), b"4")
+    import_boinc(boinc_db, project_dir)
+    area = Project.objects.get().upload_dir
+    assert (area / standard.running_output).read_bytes() == b"4"
+    assert (area / partial_upload_name(standard.running_output)).read_bytes() == b"4"
+    assert OutputFile.objects.get(name=standard.running_output).uploaded is False
 
 
 def test_volunteers_without_stats_export_consent_are_not_exported(boinc_db, standard, project_dir):

@@ -27,13 +27,14 @@ from apps.protocol import (
     UploadStatus,
     parse_account_reply,
     parse_upload_reply,
+    render_file_size_query,
     render_upload_header,
 )
 from apps.volunteers.models import Account, Team, passwd_hash
 from apps.work.domain.states import Outcome, ServerState, ValidateState
 from apps.work.models import Result
 from apps.work.services import workunits_transition, workunits_validate
-from tests.boinc_import.conftest import OUTPUT_MAX, PLATFORM, Scenario, import_boinc
+from tests.boinc_import.conftest import OUTPUT_MAX, PLATFORM, Scenario, hier, import_boinc, write
 from tests.factories import AccountFactory, HostFactory, ProjectFactory
 from tests.scheduler.conftest import make_request, rpc
 
@@ -43,7 +44,7 @@ OUTPUT = b"the answer is 42\n"
 HALF_LIFE = 7 * 86400.0
 
 
-def upload_output(client: Client, project: Project, name: str, keys) -> UploadReply:  # type: ignore[no-untyped-def]
+def upload_output(client: Client, project: Project, name: str, keys, *, offset: int = 0) -> UploadReply:  # type: ignore[no-untyped-def]
     """Upload an output as the client does, with the certificate the old server signed."""
     header = render_upload_header(
         UploadRequest(
@@ -51,7 +52,7 @@ def upload_output(client: Client, project: Project, name: str, keys) -> UploadRe
             max_nbytes=OUTPUT_MAX,
             nbytes=len(OUTPUT),
             md5_cksum=hashlib.md5(OUTPUT).hexdigest(),
-            offset=0,
+            offset=offset,
             xml_signature=sign_upload_certificate(keys.upload.private_text, name, OUTPUT_MAX),
             data_offset=0,
             client_version=ClientVersion(7, 20, 5),
@@ -59,7 +60,7 @@ def upload_output(client: Client, project: Project, name: str, keys) -> UploadRe
     )
     response = client.post(
         f"/{project.slug}/file_upload_handler",
-        data=header + OUTPUT,
+        data=header + OUTPUT[offset:],
         content_type="application/x-www-form-urlencoded",
     )
     return parse_upload_reply(response.content)
@@ -142,6 +143,35 @@ def test_an_imported_host_reports_its_old_task_is_credited_and_gets_new_work(
     assert host.total_credit == pytest.approx(2500.0 + done.granted_credit)
     assert ada.total_credit == pytest.approx(3000.0 + done.granted_credit)
     assert Team.objects.get().total_credit == pytest.approx(5000.0 + done.granted_credit)
+
+
+def test_a_task_uploaded_to_the_old_server_and_reported_here_is_credited(
+    client, boinc_db, standard, project_dir
+):
+    write(hier(project_dir / "upload", standard.running_output), OUTPUT)
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get(slug="oldproj")
+    reply = report_and_ask(client, project, standard, hostid=standard.host_id, seqno=43)
+    assert reply.result_acks == (standard.running_result,)
+    now = clock.now() + timedelta(minutes=1)
+    workunits_transition(project=project, now=now)
+    workunits_validate(project=project, now=now)
+    done = Result.objects.get(name=standard.running_result)
+    assert (done.validate_state, done.granted_credit > 0) == (ValidateState.VALID, True)
+
+
+def test_an_upload_interrupted_before_the_move_resumes_here(client, boinc_db, standard, project_dir, keys):
+    write(hier(project_dir / "upload", standard.running_output), OUTPUT[:5])
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get(slug="oldproj")
+    response = client.post(
+        f"/{project.slug}/file_upload_handler",
+        data=render_file_size_query(standard.running_output, ClientVersion(7, 20, 5)),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert parse_upload_reply(response.content).file_size == 5
+    assert upload_output(client, project, standard.running_output, keys, offset=5).status == UploadStatus.OK
+    assert (project.upload_dir / standard.running_output).read_bytes() == OUTPUT
 
 
 def test_a_client_whose_host_id_was_taken_is_told_its_new_id(client, boinc_db, standard, project_dir, keys):

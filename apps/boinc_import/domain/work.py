@@ -300,9 +300,15 @@ def _stderr(row: Row) -> str:
     return (value or "").replace("\x00", "")
 
 
+_VALUES: dict[type, frozenset[int]] = {
+    enum: frozenset(member.value for member in enum)
+    for enum in (ServerState, Outcome, ClientState, ValidateState, FileDeleteState, AssimilateState)
+}
+
+
 def _state(row: Row, column: str, enum: type) -> int:
     value = integer(row, column, lo=-(2**31))
-    if value not in {member.value for member in enum}:  # type: ignore[attr-defined]
+    if value not in _VALUES[enum]:
         raise RowRefused(f"{column} = {value} is not one of BOINC's values")
     return value
 

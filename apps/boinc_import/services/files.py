@@ -57,6 +57,12 @@ def file_place(source: Path, target: Path) -> None:
     try:
         os.link(source, target)
     except OSError:
-        partial = target.with_name(f".{target.name}.importing")
-        shutil.copyfile(source, partial)
-        os.replace(partial, target)
+        file_copy(source, target)
+
+
+def file_copy(source: Path, target: Path) -> None:
+    """A copy of ``source`` at ``target`` (for a file that will be written to)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.importing")
+    shutil.copyfile(source, partial)
+    os.replace(partial, target)

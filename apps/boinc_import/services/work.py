@@ -8,7 +8,9 @@ and outputs already uploaded to the old server in the upload area, for the valid
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import os
+from dataclasses import asdict, replace
+from pathlib import Path
 
 from apps.boinc_import.domain import (
     FINISHED_WORKUNIT_SQL,
@@ -23,11 +25,12 @@ from apps.boinc_import.domain import (
     output_files,
 )
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, table_import
-from apps.boinc_import.services.files import FileClash, boinc_file, file_place, md5_of
+from apps.boinc_import.services.files import FileClash, boinc_file, file_copy, file_place, md5_of
 from apps.boinc_import.services.source import TableQuery
 from apps.boinc_import.services.target import rows_insert
 from apps.core.db import execute_many
 from apps.protocol import ProtocolError, StoredDoc, parse_stored_doc
+from apps.protocol.filenames import partial_upload_name
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.services.create import OutputSpec, WorkError
 from apps.work.services.templates import load_output_template, outputs_from_template
@@ -244,8 +247,57 @@ class InputFiles:
         )
 
 
+class ResultDocs:
+    """A result's xml_doc_in is its app's result template with the result's name filled in,
+    so the results of one app differ only by that name: each shape is parsed once and the
+    name put back into the parsed document."""
+
+    PLACEHOLDER = "cobblestone-result-name"
+    MAX_SHAPES = 1000
+
+    def __init__(self) -> None:
+        self.shapes: dict[str, StoredDoc | str] = {}  # the parsed shape, or why it does not parse
+
+    def doc_in(self, row: Row) -> StoredDoc:
+        body, name = row["xml_doc_in"], str(row["name"] or "")
+        text = (
+            bytes(body).decode("utf-8", errors="replace")
+            if isinstance(body, bytes | bytearray)
+            else body or ""
+        )
+        if not name or self.PLACEHOLDER in text:
+            return _doc(row, "xml_doc_in")
+        shape = text.replace(name, self.PLACEHOLDER)
+        parsed = self.shapes.get(shape)
+        if parsed is None:
+            if len(self.shapes) >= self.MAX_SHAPES:
+                self.shapes.clear()
+            try:
+                parsed = self.shapes[shape] = parse_stored_doc(shape)
+            except ProtocolError as exc:
+                parsed = self.shapes[shape] = f"xml_doc_in: {exc}"
+        if isinstance(parsed, str):
+            raise RowRefused(parsed.replace(self.PLACEHOLDER, name))
+        return _named(parsed, self.PLACEHOLDER, name)
+
+
+def _named(doc: StoredDoc, placeholder: str, name: str) -> StoredDoc:
+    def fill(text: str) -> str:
+        return text.replace(placeholder, name)
+
+    return replace(
+        doc,
+        file_infos=tuple(replace(f, name=fill(f.name)) for f in doc.file_infos),
+        results=tuple(
+            replace(part, file_refs=tuple(replace(r, file_name=fill(r.file_name)) for r in part.file_refs))
+            for part in doc.results
+        ),
+    )
+
+
 def results_import(run: ImportRun) -> None:
     result_ids = IdMap()
+    docs = ResultDocs()
 
     def map_row(row: Row) -> Mapped:
         reported = _doc(row, "xml_doc_out") if row["xml_doc_out"] else None
@@ -257,7 +309,7 @@ def results_import(run: ImportRun) -> None:
             users=run.users,
             apps=run.apps,
             versions=run.versions,
-            outputs=output_files(_doc(row, "xml_doc_in"), reported),
+            outputs=output_files(docs.doc_in(row), reported),
         )
 
     uploads = Uploads(run)
@@ -301,34 +353,54 @@ def results_import(run: ImportRun) -> None:
 
 
 class Uploads:
-    """Outputs a client uploaded to the old server before the move: placed in Cobblestone's
-    upload area and marked received, as if they had been uploaded here."""
+    """Outputs a client uploaded to the old server before the move.
+
+    A reported result's file is received if it has the size and MD5 the client reported. A
+    result in progress may hold a whole file or an interrupted upload (BOINC's handler grows
+    the file under its final name), so it goes both where the validator reads it and where an
+    interrupted upload resumes (a copy: the client appends to it): a client that finished
+    uploading just reports, one that did not resumes, and its completed file replaces this one.
+    """
 
     def __init__(self, run: ImportRun) -> None:
         self.run = run
         self.received: dict[str, tuple[int, str]] = {}  # name → (nbytes, md5)
+        # One walk of the area instead of a look for every output file (most are not there).
+        self.present = {
+            name: Path(folder) / name
+            for folder, _dirs, names in os.walk(run.project_dir / "upload")
+            for name in names
+        }
 
     def check(self, rows: list[tuple[Row, Mapped]]) -> dict[int, str]:
-        area = self.run.project_dir / "upload"
         for _, mapped in rows:
             for file in mapped.files:
-                path = boinc_file(area, file.name, fanout=self.run.fanout)
-                if path is None:
-                    continue
-                nbytes, md5 = path.stat().st_size, md5_of(path)
-                if nbytes > file.max_nbytes:
-                    mapped.notes.append(
-                        f"uploaded file {file.name} is larger than its max_nbytes; left behind"
-                    )
-                    continue
-                if not self.run.dry_run:
-                    try:
-                        file_place(path, self.run.project.upload_dir / file.name)
-                    except FileClash as exc:
-                        mapped.notes.append(str(exc))
-                        continue
-                self.received[file.name] = (nbytes, md5)
+                path = self.present.get(file.name)
+                if path is not None:
+                    self._place(path, file, mapped)
         return {}
+
+    def _place(self, path: Path, file: OutputRef, mapped: Mapped) -> None:
+        nbytes = path.stat().st_size
+        if nbytes > file.max_nbytes:
+            mapped.notes.append(f"uploaded file {file.name} is larger than its max_nbytes; left behind")
+            return
+        reported = bool(file.reported_md5)
+        md5 = md5_of(path) if reported else ""
+        if reported and (nbytes, md5) != (file.reported_nbytes, file.reported_md5.lower()):
+            mapped.notes.append(f"uploaded file {file.name} is not what the client reported; left behind")
+            return
+        if not self.run.dry_run:
+            area = self.run.project.upload_dir
+            try:
+                file_place(path, area / file.name)
+                if not reported:
+                    file_copy(path, area / partial_upload_name(file.name))
+            except FileClash as exc:
+                mapped.notes.append(str(exc))
+                return
+        if reported:
+            self.received[file.name] = (nbytes, md5)
 
     def row(self, result_id: int, ordinal: int, file: OutputRef) -> dict[str, object]:
         received = self.received.pop(file.name, None)
