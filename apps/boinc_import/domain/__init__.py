@@ -30,7 +30,7 @@ from apps.boinc_import.domain.schema import (
     schema_problems,
     schema_refusal,
 )
-from apps.boinc_import.domain.values import Mapped, Row, RowRefused
+from apps.boinc_import.domain.values import Mapped, Row, RowRefused, file_name_check
 from apps.boinc_import.domain.work import (
     FINISHED_WORKUNIT_SQL,
     InputRef,
@@ -59,6 +59,7 @@ __all__ = [
     "VersionFile",
     "VersionRef",
     "db_revision_problem",
+    "file_name_check",
     "hav_target",
     "hier_dir",
     "input_files",

@@ -12,6 +12,7 @@ from apps.boinc_import.domain.values import (
     RowRefused,
     average_time,
     described,
+    file_name_check,
     fitted,
     flag,
     integer,
@@ -19,7 +20,7 @@ from apps.boinc_import.domain.values import (
     text,
     unix_time,
 )
-from apps.protocol import StoredDoc, is_safe_file_name
+from apps.protocol import StoredDoc
 
 MD5_HEX_LEN = 32
 
@@ -114,8 +115,7 @@ def version_files(doc: StoredDoc) -> list[VersionFile]:
         info = infos.get(ref.file_name)
         if info is None:
             raise RowRefused(f"xml_doc: file_ref {ref.file_name!r} has no file_info")
-        if not is_safe_file_name(info.name) or len(info.name) > 255:
-            raise RowRefused(f"xml_doc: file name {info.name!r} is not a safe name of at most 255 characters")
+        file_name_check(info.name)
         if not info.md5_cksum or len(info.md5_cksum) != MD5_HEX_LEN or info.nbytes is None:
             raise RowRefused(f"xml_doc: file {info.name!r} lacks its md5_cksum or nbytes")
         if not info.file_signature:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from apps.protocol import is_safe_file_name
+
 # BOINC keeps times as 32-bit Unix times (transition_time's INT_MAX means "never").
 MAX_UNIX_TIME = 2**31 - 1
 INT32_MAX = 2**31 - 1
@@ -61,6 +63,13 @@ def fitted(value: str, what: str, max_len: int) -> str:
     if len(value) > max_len:
         raise RowRefused(f"{what} has {len(value)} characters, more than {max_len}")
     return value
+
+
+def file_name_check(name: str) -> None:
+    """Refuse a file name Cobblestone could not store or serve (its data areas keep
+    unfinished uploads under hidden names, so a name may not start with '.')."""
+    if not is_safe_file_name(name) or name.startswith(".") or len(name) > 254:
+        raise RowRefused(f"file name {name!r} is not a safe name of at most 254 characters")
 
 
 def _decoded(row: Row, column: str) -> str:

@@ -15,6 +15,7 @@ from apps.boinc_import.domain.values import (
     RowRefused,
     deadline,
     described,
+    file_name_check,
     fitted,
     flag,
     integer,
@@ -23,7 +24,7 @@ from apps.boinc_import.domain.values import (
     unix_time,
 )
 from apps.core.domain.resources import ANONYMOUS_CODES, ProcType
-from apps.protocol import StoredDoc, is_safe_file_name
+from apps.protocol import StoredDoc
 from apps.work.domain.states import (
     AssimilateState,
     ClientState,
@@ -136,7 +137,7 @@ def input_files(doc: StoredDoc) -> list[InputRef]:
         info = infos.get(ref.file_name)
         if info is None:
             raise RowRefused(f"xml_doc: file_ref {ref.file_name!r} has no file_info")
-        _check_name(info.name)
+        file_name_check(info.name)
         if not info.md5_cksum or len(info.md5_cksum) != MD5_HEX_LEN or info.nbytes is None:
             raise RowRefused(f"xml_doc: input file {info.name!r} lacks its md5_cksum or nbytes")
         files.append(
@@ -165,7 +166,7 @@ def output_files(doc_in: StoredDoc, doc_out: StoredDoc | None = None) -> list[Ou
     refs = {ref.file_name: ref for part in doc_in.results for ref in part.file_refs}
     files = []
     for info in doc_in.file_infos:
-        _check_name(info.name)
+        file_name_check(info.name)
         if not info.max_nbytes or info.max_nbytes <= 0:
             raise RowRefused(f"xml_doc_in: output file {info.name!r} has no max_nbytes")
         ref = refs.get(info.name)
@@ -311,8 +312,3 @@ def _state(row: Row, column: str, enum: type) -> int:
     if value not in _VALUES[enum]:
         raise RowRefused(f"{column} = {value} is not one of BOINC's values")
     return value
-
-
-def _check_name(name: str) -> None:
-    if not is_safe_file_name(name) or len(name) > 254:
-        raise RowRefused(f"file name {name!r} is not a safe name of at most 254 characters")

@@ -20,6 +20,7 @@ from apps.boinc_import.domain import (
     OutputRef,
     Row,
     RowRefused,
+    file_name_check,
     map_result,
     map_workunit,
     output_files,
@@ -249,16 +250,18 @@ class InputFiles:
 
 class ResultDocs:
     """A result's xml_doc_in is its app's result template with the result's name filled in,
-    so the results of one app differ only by that name: each shape is parsed once and the
-    name put back into the parsed document."""
+    so the results of one app differ only by that name: each shape is read once (parsed and
+    its output files checked) and the name put back into its output files."""
 
     PLACEHOLDER = "cobblestone-result-name"
     MAX_SHAPES = 1000
 
     def __init__(self) -> None:
-        self.shapes: dict[str, StoredDoc | str] = {}  # the parsed shape, or why it does not parse
+        self.shapes: dict[str, list[OutputRef] | str] = {}  # the output files, or why not
 
-    def doc_in(self, row: Row) -> StoredDoc:
+    def outputs(self, row: Row) -> list[OutputRef]:
+        if row["xml_doc_out"]:  # reported: the client's sizes and MD5s are per result
+            return output_files(_doc(row, "xml_doc_in"), _doc(row, "xml_doc_out"))
         body, name = row["xml_doc_in"], str(row["name"] or "")
         text = (
             bytes(body).decode("utf-8", errors="replace")
@@ -266,33 +269,23 @@ class ResultDocs:
             else body or ""
         )
         if not name or self.PLACEHOLDER in text:
-            return _doc(row, "xml_doc_in")
+            return output_files(_doc(row, "xml_doc_in"))
         shape = text.replace(name, self.PLACEHOLDER)
-        parsed = self.shapes.get(shape)
-        if parsed is None:
+        found = self.shapes.get(shape)
+        if found is None:
             if len(self.shapes) >= self.MAX_SHAPES:
                 self.shapes.clear()
             try:
-                parsed = self.shapes[shape] = parse_stored_doc(shape)
-            except ProtocolError as exc:
-                parsed = self.shapes[shape] = f"xml_doc_in: {exc}"
-        if isinstance(parsed, str):
-            raise RowRefused(parsed.replace(self.PLACEHOLDER, name))
-        return _named(parsed, self.PLACEHOLDER, name)
-
-
-def _named(doc: StoredDoc, placeholder: str, name: str) -> StoredDoc:
-    def fill(text: str) -> str:
-        return text.replace(placeholder, name)
-
-    return replace(
-        doc,
-        file_infos=tuple(replace(f, name=fill(f.name)) for f in doc.file_infos),
-        results=tuple(
-            replace(part, file_refs=tuple(replace(r, file_name=fill(r.file_name)) for r in part.file_refs))
-            for part in doc.results
-        ),
-    )
+                found = output_files(_doc({"xml_doc_in": shape}, "xml_doc_in"))
+            except RowRefused as exc:
+                found = str(exc)
+            self.shapes[shape] = found
+        if isinstance(found, str):
+            raise RowRefused(found.replace(self.PLACEHOLDER, name))
+        named = [replace(f, name=f.name.replace(self.PLACEHOLDER, name)) for f in found]
+        for f in named:
+            file_name_check(f.name)
+        return named
 
 
 def results_import(run: ImportRun) -> None:
@@ -300,7 +293,6 @@ def results_import(run: ImportRun) -> None:
     docs = ResultDocs()
 
     def map_row(row: Row) -> Mapped:
-        reported = _doc(row, "xml_doc_out") if row["xml_doc_out"] else None
         return map_result(
             row,
             now=run.now_unix,
@@ -309,7 +301,7 @@ def results_import(run: ImportRun) -> None:
             users=run.users,
             apps=run.apps,
             versions=run.versions,
-            outputs=output_files(docs.doc_in(row), reported),
+            outputs=docs.outputs(row),
         )
 
     uploads = Uploads(run)
