@@ -7,6 +7,7 @@ from django.core.validators import URLValidator
 
 from apps.boinc_import.domain import (
     AccountRules,
+    IdMap,
     Mapped,
     Row,
     map_app_credit,
@@ -20,6 +21,7 @@ from apps.boinc_import.services.source import TableQuery
 from apps.boinc_import.services.target import rows_insert
 from apps.core.db import execute_many
 from apps.credit.models import TeamAppCredit, UserAppCredit
+from apps.hosts.models import DeletedHost
 from apps.scheduler.attach import email_is_valid, user_name_problem
 from apps.volunteers.models import Account, DeletedAccount, Team
 
@@ -184,20 +186,25 @@ def app_credit_import(run: ImportRun, *, table: str) -> None:
 
 
 def deleted_users_import(run: ImportRun) -> None:
+    deleted_import(run, table="user_deleted", key="userid", model=DeletedAccount, ids=run.users)
+
+
+def deleted_import(
+    run: ImportRun, *, table: str, key: str, model: type[DeletedAccount | DeletedHost], ids: IdMap
+) -> None:
+    """user_deleted or host_deleted: what was deleted before the move, under its (shifted) id."""
+
     def write(rows: list[tuple[Row, Mapped]]) -> None:
-        rows_insert(DeletedAccount, [{**m.values, "project_id": run.project.pk} for _, m in rows])
+        rows_insert(model, [{**m.values, "project_id": run.project.pk} for _, m in rows])
 
     table_import(
         run,
         KeyedTable(
-            table="user_deleted",
+            table=table,
             query=TableQuery(
-                select="userid, public_cross_project_id, create_time",
-                from_="user_deleted",
-                key="userid",
-                key_alias="userid",
+                select=f"{key}, public_cross_project_id, create_time", from_=table, key=key, key_alias=key
             ),
-            map_row=lambda row: map_deleted(row, key="userid", offset=run.users.offset, now=run.now_unix),
+            map_row=lambda row: map_deleted(row, key=key, offset=ids.offset, now=run.now_unix),
             write=write,
         ),
     )

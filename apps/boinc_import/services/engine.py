@@ -261,16 +261,17 @@ def _store_issues(run: ImportRun, table: str, issues: list[Issue], *, retried: s
         ImportIssue.objects.filter(
             boinc_import=run.record, table=table, refused=True, source_id__in=retried
         ).delete()
-    ImportIssue.objects.bulk_create(
-        ImportIssue(
-            boinc_import=run.record,
-            table=i.table,
-            source_id=i.source_id,
-            source_key=i.source_key,
-            refused=i.refused,
-            reason=i.reason,
-        )
-        for i in issues
+    ImportIssue.objects.bulk_create(_stored(run, i) for i in issues)
+
+
+def _stored(run: ImportRun, issue: Issue) -> ImportIssue:
+    return ImportIssue(
+        boinc_import=run.record,
+        table=issue.table,
+        source_id=issue.source_id,
+        source_key=issue.source_key,
+        refused=issue.refused,
+        reason=issue.reason,
     )
 
 
@@ -288,13 +289,5 @@ def issues_replace(run: ImportRun, table: str, issues: list[Issue]) -> None:
         if stale:
             ImportIssue.objects.filter(pk__in=stale).delete()
         ImportIssue.objects.bulk_create(
-            ImportIssue(
-                boinc_import=run.record,
-                table=table,
-                source_id=k[0],
-                source_key=k[1],
-                refused=k[2],
-                reason=k[3],
-            )
-            for k in sorted(wanted - set(have))
+            _stored(run, Issue(table, *key)) for key in sorted(wanted - set(have))
         )

@@ -3,7 +3,8 @@ records of deleted hosts."""
 
 from __future__ import annotations
 
-from apps.boinc_import.domain import Mapped, Row, map_deleted, map_host, map_host_app_version
+from apps.boinc_import.domain import Mapped, Row, map_host, map_host_app_version
+from apps.boinc_import.services.accounts import deleted_import
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, table_import
 from apps.boinc_import.services.source import TableQuery
 from apps.boinc_import.services.target import rows_insert
@@ -89,20 +90,4 @@ def host_app_versions_import(run: ImportRun) -> None:
 
 
 def deleted_hosts_import(run: ImportRun) -> None:
-    def write(rows: list[tuple[Row, Mapped]]) -> None:
-        rows_insert(DeletedHost, [{**m.values, "project_id": run.project.pk} for _, m in rows])
-
-    table_import(
-        run,
-        KeyedTable(
-            table="host_deleted",
-            query=TableQuery(
-                select="hostid, public_cross_project_id, create_time",
-                from_="host_deleted",
-                key="hostid",
-                key_alias="hostid",
-            ),
-            map_row=lambda row: map_deleted(row, key="hostid", offset=run.hosts.offset, now=run.now_unix),
-            write=write,
-        ),
-    )
+    deleted_import(run, table="host_deleted", key="hostid", model=DeletedHost, ids=run.hosts)
