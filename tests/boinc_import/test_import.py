@@ -290,12 +290,32 @@ def test_a_dry_run_reports_what_it_would_import_and_refuse_and_writes_nothing(
     assert (Project.objects.exists(), Platform.objects.exists()) == (False, False)
 
 
-def test_a_dry_run_after_a_run_reports_only_what_is_left(boinc_db, standard, project_dir):
-    import_boinc(boinc_db, project_dir)
+def progress_records() -> list[tuple[object, ...]]:
+    return list(
+        ImportTable.objects.order_by("table").values_list("table", "last_source_id", "imported", "done")
+    )
+
+
+def test_a_dry_run_after_a_stopped_run_reports_what_is_left_and_writes_nothing(
+    boinc_db, standard, project_dir
+):
+    def stop_at_hosts(table: str, done: int, total: int) -> None:
+        if table == "host":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        boinc_import_run(
+            slug="oldproj", mysql_url=boinc_db.url, project_dir=project_dir, progress=stop_at_hosts
+        )
     add_user(boinc_db, 5)
+    before = (counts(), stored_issues(), progress_records())
     output = import_boinc(boinc_db, project_dir, "--dry-run")
     assert "refused user 5: added to the BOINC database after this import began" in output
-    assert Account.objects.count() == 2
+    assert (counts(), stored_issues(), progress_records()) == before
+    assert [line.split()[:3] for line in output.splitlines() if line.startswith(("host ", "result "))] == [
+        ["host", "0", "0"],  # read before the stop
+        ["result", "2", "2"],
+    ]
 
 
 # --- bad input ---------------------------------------------------------------------------------

@@ -81,9 +81,19 @@ class ImportRun:
     def table_stats(self, table: str) -> TableStats:
         return self.stats.setdefault(table, TableStats(table))
 
+    @property
+    def writes(self) -> bool:
+        """Whether this run writes (not a dry run; a dry run reads what earlier runs wrote)."""
+        return self.record is not None and not self.dry_run
+
     def table_state(self, table: str) -> ImportTable:
+        """The table's progress; a dry run works on an unsaved copy."""
         if self.record is None:
             return ImportTable(table=table)
+        if self.dry_run:
+            return ImportTable.objects.filter(boinc_import=self.record, table=table).first() or ImportTable(
+                table=table
+            )
         state, _ = ImportTable.objects.get_or_create(boinc_import=self.record, table=table)
         return state
 
@@ -137,7 +147,7 @@ def table_import(run: ImportRun, spec: KeyedTable) -> None:
         _batch(run, spec, state, rows, last=last)
         run.progress(spec.table, stats.read, total)
     state.done = True
-    if run.record is not None:
+    if run.writes:
         state.save(update_fields=["done"])
     stats.seconds += time.monotonic() - started
 
@@ -156,7 +166,7 @@ def _plan(run: ImportRun, spec: KeyedTable, state: ImportTable) -> None:
             next_free=next_free_id(spec.model),
         )
         state.id_offset, state.reserved_max_id = plan.offset, plan.reserved_max_id
-        if run.record is not None:
+        if run.writes:
             sequence_reserve(spec.model, plan.last_target_id)
             state.save(update_fields=["id_offset", "reserved_max_id"])
     spec.ids.offset = state.id_offset
@@ -279,7 +289,7 @@ def issues_replace(run: ImportRun, table: str, issues: list[Issue]) -> None:
     """The issues of a table read whole on every run: what is already recorded stays as it is,
     what no longer applies goes, what is new is added."""
     run.record_issues(issues)
-    if run.record is None or run.dry_run:
+    if not run.writes:
         return
     wanted = {(i.source_id, i.source_key, i.refused, i.reason) for i in issues}
     stored = ImportIssue.objects.filter(boinc_import=run.record, table=table)
