@@ -16,7 +16,7 @@ from apps.boinc_import.domain import (
     map_user,
     stats_consent,
 )
-from apps.boinc_import.services.engine import ImportRun, KeyedTable, table_import
+from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.source import TableQuery
 from apps.boinc_import.services.target import rows_insert
 from apps.core.db import execute_many
@@ -54,18 +54,8 @@ RULES = AccountRules(
 
 def teams_import(run: ImportRun) -> None:
     def write(rows: list[tuple[Row, Mapped]]) -> None:
-        rows_insert(
-            Team,
-            [
-                {
-                    **m.values,
-                    "id": row["id"] + run.teams.offset,
-                    "project_id": run.project.pk,
-                    "founder_id": None,
-                }
-                for row, m in rows
-            ],
-        )
+        # Founders are users, imported next: team_founders_import sets them.
+        rows_insert(Team, [{**values, "founder_id": None} for values in project_rows(run, rows, run.teams)])
 
     table_import(
         run,
@@ -98,10 +88,7 @@ def users_import(run: ImportRun) -> None:
     def write(rows: list[tuple[Row, Mapped]]) -> None:
         rows_insert(
             Account,
-            [
-                {**m.values, "id": row["id"] + run.users.offset, "project_id": run.project.pk}
-                for row, m in rows
-            ],
+            project_rows(run, rows, run.users),
         )
 
     table_import(

@@ -133,6 +133,11 @@ class KeyedTable:
     track: bool = True
 
 
+def project_rows(run: ImportRun, rows: list[tuple[Row, Mapped]], ids: IdMap) -> list[dict[str, object]]:
+    """The mapped rows of a table whose ids follow BOINC's, with their ids and project."""
+    return [{**m.values, "id": row["id"] + ids.offset, "project_id": run.project.pk} for row, m in rows]
+
+
 def table_import(run: ImportRun, spec: KeyedTable) -> None:
     """Import one table: plan ids, retry earlier refusals, then read on from the checkpoint."""
     started = time.monotonic()

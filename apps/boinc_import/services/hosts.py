@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from apps.boinc_import.domain import Mapped, Row, map_host, map_host_app_version
 from apps.boinc_import.services.accounts import deleted_import
-from apps.boinc_import.services.engine import ImportRun, KeyedTable, table_import
+from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.source import TableQuery
 from apps.boinc_import.services.target import rows_insert
 from apps.hosts.models import DeletedHost, Host, HostAppVersion
@@ -28,10 +28,7 @@ def hosts_import(run: ImportRun) -> None:
     def write(rows: list[tuple[Row, Mapped]]) -> None:
         rows_insert(
             Host,
-            [
-                {**m.values, "id": row["id"] + run.hosts.offset, "project_id": run.project.pk}
-                for row, m in rows
-            ],
+            project_rows(run, rows, run.hosts),
         )
 
     table_import(

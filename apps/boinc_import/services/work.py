@@ -25,7 +25,7 @@ from apps.boinc_import.domain import (
     map_workunit,
     output_files,
 )
-from apps.boinc_import.services.engine import ImportRun, KeyedTable, table_import
+from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.files import FileClash, boinc_file, file_copy, file_place, md5_of
 from apps.boinc_import.services.source import TableQuery
 from apps.boinc_import.services.target import rows_insert
@@ -75,10 +75,7 @@ def workunits_import(run: ImportRun) -> None:
     def write(rows: list[tuple[Row, Mapped]]) -> None:
         rows_insert(
             Workunit,
-            [
-                {**m.values, "id": row["id"] + run.workunits.offset, "project_id": run.project.pk}
-                for row, m in rows
-            ],
+            project_rows(run, rows, run.workunits),
         )
         inputs.write(rows)
 
@@ -309,10 +306,7 @@ def results_import(run: ImportRun) -> None:
     def write(rows: list[tuple[Row, Mapped]]) -> None:
         rows_insert(
             Result,
-            [
-                {**m.values, "id": row["id"] + result_ids.offset, "project_id": run.project.pk}
-                for row, m in rows
-            ],
+            project_rows(run, rows, result_ids),
         )
         rows_insert(
             OutputFile,
