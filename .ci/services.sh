@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start the real parts the tests need, on loopback, in private directories:
-# PostgreSQL and Redis (plus the stock BOINC client and Debian's chromium, which the
-# tests run as programs). Installs missing Debian packages when running as root.
+# PostgreSQL, Redis and MariaDB (a BOINC project's database, for the import tests), plus
+# the stock BOINC client and Debian's chromium, which the tests run as programs.
+# Installs missing Debian packages when running as root.
 # Writes the environment the tests read into var/services.env.
 # With CI set, a part that cannot be provided is a failure; otherwise it is
 # reported as skipped and the tests that need it are skipped with that reason.
@@ -13,6 +14,7 @@ ENV_FILE="$VAR/services.env"
 : > "$ENV_FILE"
 PG_PORT="${COBBLESTONE_TEST_PG_PORT:-54329}"
 REDIS_PORT="${COBBLESTONE_TEST_REDIS_PORT:-63799}"
+MYSQL_PORT="${COBBLESTONE_TEST_MYSQL_PORT:-33069}"
 failures=()
 say() { printf '[services] %s\n' "$*"; }
 
@@ -68,6 +70,37 @@ start_redis() {
   say "Redis running on 127.0.0.1:$REDIS_PORT"
 }
 
+start_mariadb() {
+  # A private server for the BOINC import tests: own datadir under /tmp, loopback only,
+  # root over TCP without a password (like the PostgreSQL above, trust on loopback).
+  apt_install mariadb-server || return 1
+  local data=/tmp/cobblestone-mariadb-$MYSQL_PORT runas=()
+  local url="mysql://root@127.0.0.1:$MYSQL_PORT/boinc_import_test"
+  if [ "$(id -u)" = 0 ]; then runas=(--user=root); fi
+  if ! mariadb-admin --protocol=tcp -h 127.0.0.1 -P "$MYSQL_PORT" -u root status >/dev/null 2>&1; then
+    if [ ! -d "$data/mysql" ]; then
+      mkdir -p "$data"
+      mariadb-install-db --datadir="$data" "${runas[@]}" --auth-root-authentication-method=normal \
+        --skip-test-db >"$VAR/mariadb-install.log" 2>&1 \
+        || { say "mariadb-install-db failed (var/mariadb-install.log)"; return 1; }
+    fi
+    # Durability is not needed for test data: no fsync per commit, a small buffer pool.
+    setsid /usr/sbin/mariadbd --no-defaults --datadir="$data" "${runas[@]}" --bind-address=127.0.0.1 \
+      --port="$MYSQL_PORT" --socket="$data/mysqld.sock" --pid-file="$data/mysqld.pid" \
+      --log-error="$data/server.log" --skip-name-resolve --innodb-flush-log-at-trx-commit=0 \
+      --innodb-buffer-pool-size=256M --innodb-doublewrite=0 --max-allowed-packet=64M \
+      --local-infile=1 >/dev/null 2>&1 &
+    for _ in $(seq 1 60); do
+      mariadb-admin --protocol=tcp -h 127.0.0.1 -P "$MYSQL_PORT" -u root status >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+    mariadb-admin --protocol=tcp -h 127.0.0.1 -P "$MYSQL_PORT" -u root status >/dev/null 2>&1 \
+      || { say "MariaDB did not start ($data/server.log)"; return 1; }
+  fi
+  echo "COBBLESTONE_TEST_MYSQL_URL=$url" >> "$ENV_FILE"
+  say "MariaDB running on 127.0.0.1:$MYSQL_PORT"
+}
+
 find_boinc() {
   apt_install boinc-client || return 1
   command -v boinc >/dev/null && command -v boinccmd >/dev/null || { say "boinc binaries not found"; return 1; }
@@ -84,6 +117,7 @@ find_chromium() {
 
 start_postgres || failures+=("PostgreSQL")
 start_redis || failures+=("Redis")
+start_mariadb || failures+=("MariaDB")
 find_boinc || failures+=("BOINC client")
 find_chromium || failures+=("Chromium")
 

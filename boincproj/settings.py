@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "apps.scheduler",
     "apps.emulator",
     "apps.portal",
+    "apps.boinc_import",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +171,9 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
     "django.contrib.auth.hashers.ScryptPasswordHasher",
+    # BOINC's web code stores PHP's bcrypt of md5(password + email); imported accounts keep
+    # it until their next log-in re-hashes it with the first hasher.
+    "django.contrib.auth.hashers.BCryptPasswordHasher",
 ]
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -207,6 +207,14 @@ class Project(models.Model):
     paused_daemons = models.JSONField(
         default=list, blank=True, help_text="Names of periodic daemons paused for this project."
     )
+    # A BOINC project imported with its host ids shifted (ids its portal already used):
+    # attached clients still send the old ids, which the scheduler maps to the new ones.
+    boinc_hostid_offset = models.BigIntegerField(
+        default=0, help_text="Imported BOINC host ids up to boinc_hostid_max are this much higher here."
+    )
+    boinc_hostid_max = models.BigIntegerField(
+        default=0, help_text="The highest host id of the imported BOINC project (0: no mapping)."
+    )
     purge_min_age_days = models.FloatField(
         default=7,
         validators=[MinValueValidator(0)],
@@ -263,6 +271,12 @@ class Project(models.Model):
     @property
     def archive_dir(self) -> Path:
         return self.data_dir / "archive"
+
+    def host_id_from_client(self, hostid: int) -> int:
+        """The host a client's hostid names: an imported BOINC host's old id maps to its new one."""
+        if self.boinc_hostid_offset and 0 < hostid <= self.boinc_hostid_max:
+            return hostid + self.boinc_hostid_offset
+        return hostid
 
     def is_daemon_paused(self, daemon: str) -> bool:
         return daemon in (self.paused_daemons or [])

@@ -10,12 +10,22 @@ See the modules for details:
 * ``web_rpc``: get_project_config, lookup/create_account, am_get_info
 * ``templates``: create_work input/output templates
 * ``app_info``: anonymous-platform app_info.xml
+* ``boinc_project``: a BOINC project's config.xml and the XML documents its database keeps
 * ``xmlsafe``: the hardened parser and its bounds
 """
 
 from __future__ import annotations
 
 from apps.protocol.app_info import AppInfo, AppInfoFile, client_app_versions, parse_app_info, render_app_info
+from apps.protocol.boinc_project import (
+    BoincConfig,
+    ProjectPrefsSwitches,
+    StoredDoc,
+    StoredJobPart,
+    parse_boinc_config,
+    parse_project_prefs_switches,
+    parse_stored_doc,
+)
 from apps.protocol.errors import ProtocolError
 from apps.protocol.filenames import is_safe_file_name
 from apps.protocol.json_face import reply_from_dict, reply_to_dict, request_from_dict, request_to_dict
@@ -137,6 +147,7 @@ __all__ = [
     "AppInfo",
     "AppInfoFile",
     "AppVersionDesc",
+    "BoincConfig",
     "ClientAppVersion",
     "ClientVersion",
     "Coproc",
@@ -160,6 +171,7 @@ __all__ = [
     "OutputTemplate",
     "PlatformDesc",
     "ProjectConfig",
+    "ProjectPrefsSwitches",
     "ProtocolError",
     "ReplyMessage",
     "ReportedFile",
@@ -172,6 +184,8 @@ __all__ = [
     "SchedulerRequest",
     "StagedFile",
     "StickyFile",
+    "StoredDoc",
+    "StoredJobPart",
     "TemplateString",
     "TimeStats",
     "TrickleDown",
@@ -194,11 +208,14 @@ __all__ = [
     "parse_account_reply",
     "parse_am_get_info_reply",
     "parse_app_info",
+    "parse_boinc_config",
     "parse_input_template",
     "parse_output_template",
     "parse_project_config",
+    "parse_project_prefs_switches",
     "parse_reply",
     "parse_request",
+    "parse_stored_doc",
     "parse_upload_header",
     "parse_upload_reply",
     "prefs_mod_time",

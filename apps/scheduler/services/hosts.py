@@ -68,7 +68,7 @@ def account_authenticate(ctx: RpcContext) -> Account | None:
             " LEFT JOIN hosts_host h ON h.id = %s AND h.account_id = a.id AND h.project_id = a.project_id"
             " LEFT JOIN hosts_hostcoproc c ON c.host_id = h.id"
             " WHERE a.project_id = %s AND a.authenticator = %s",
-            [hostid, ctx.project.id, authenticator],
+            [ctx.project.host_id_from_client(hostid), ctx.project.id, authenticator],
         )
     else:
         rows = fetch_rows(

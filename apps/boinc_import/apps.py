@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BoincImportConfig(AppConfig):
+    name = "apps.boinc_import"
+    verbose_name = "BOINC import"

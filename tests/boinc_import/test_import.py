@@ -1,0 +1,450 @@
+"""import_boinc on a real MariaDB holding a BOINC project: what arrives, what is refused,
+and that runs can be repeated, interrupted and rehearsed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from apps.applications.models import App, AppFile, AppVersion
+from apps.boinc_import.models import BoincImport, ImportIssue, ImportTable
+from apps.boinc_import.services.run import boinc_import_run
+from apps.core.domain.signing import verify_md5_signature
+from apps.credit.models import TeamAppCredit, UserAppCredit
+from apps.hosts.models import Host, HostAppVersion
+from apps.projects.models import Platform, Project
+from apps.protocol.filenames import partial_upload_name
+from apps.volunteers.models import Account, Team
+from apps.work.domain.states import ServerState
+from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from tests.boinc_import.boinc_db import BoincDb
+from tests.boinc_import.conftest import (
+    APP_BYTES,
+    APP_FILE,
+    INPUT_BYTES,
+    INPUT_FILE,
+    add_host,
+    add_user,
+    hier,
+    import_boinc,
+    md5,
+    write,
+)
+from tests.factories import AccountFactory, HostFactory, ProjectFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.mysql, pytest.mark.slow]
+
+
+def counts() -> dict[str, int]:
+    models = (Project, Team, Account, Host, HostAppVersion, App, AppVersion, AppFile, Workunit, Result)
+    return {
+        **{m.__name__: m.objects.count() for m in models},
+        "OutputFile": OutputFile.objects.count(),
+        "InputFile": InputFile.objects.count(),
+        "WorkunitFileRef": WorkunitFileRef.objects.count(),
+        "UserAppCredit": UserAppCredit.objects.count(),
+        "TeamAppCredit": TeamAppCredit.objects.count(),
+    }
+
+
+def stored_issues() -> list[tuple[str, int, bool, str]]:
+    return list(
+        ImportIssue.objects.order_by("table", "source_id", "reason").values_list(
+            "table", "source_id", "refused", "reason"
+        )
+    )
+
+
+# --- what arrives -----------------------------------------------------------------------------
+
+
+def test_the_project_takes_its_name_keys_settings_and_master_url_from_the_project_dir(
+    boinc_db, standard, project_dir, keys
+):
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get(slug="oldproj")
+    assert (project.name, project.master_url) == ("Old Project", "http://boinc.example.org/oldproj/")
+    assert project.code_sign_public_key == keys.code_sign.public_text
+    assert project.code_sign_private_key == ""  # kept offline by the BOINC project, as here
+    assert (project.upload_public_key, project.upload_private_key) == (
+        keys.upload.public_text,
+        keys.upload.private_text,
+    )
+    assert project.daily_result_quota == 50
+
+
+def test_accounts_keep_authenticators_emails_names_countries_and_cross_project_ids(
+    boinc_db, standard, project_dir
+):
+    import_boinc(boinc_db, project_dir)
+    ada = Account.objects.get(email_addr=standard.ada.email)
+    assert (ada.pk, ada.authenticator, ada.name, ada.country) == (
+        1,
+        standard.ada.authenticator,
+        "Ada",
+        "Iceland",
+    )
+    assert ada.cross_project_id == f"{1:032x}"
+    assert ada.team.name == "Crunchers"
+    assert ada.create_time == datetime.fromtimestamp(int(standard.now - 100 * 86400), tz=UTC)
+
+
+def test_team_keeps_its_founder_url_type_and_credit(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    team = Team.objects.get()
+    assert (team.pk, team.founder.email_addr, team.type) == (1, standard.ada.email, 6)
+    assert team.url == "http://crunchers.example.org"  # BOINC keeps what volunteers typed
+    assert (team.total_credit, team.expavg_credit, team.expavg_time) == (
+        5000.0,
+        120.5,
+        standard.now - 2 * 86400,
+    )
+
+
+def test_host_keeps_its_id_cpid_hardware_seqno_and_credit(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    host = Host.objects.get()
+    assert (host.pk, host.account.email_addr, host.host_cpid, host.rpc_seqno) == (
+        7,
+        standard.ada.email,
+        "c" * 32,
+        42,
+    )
+    assert (host.p_model, host.p_ncpus, host.p_fpops, host.os_name) == (
+        "Intel(R) Core(TM) i5",
+        4,
+        3e9,
+        "Linux Debian",
+    )
+    assert (host.total_credit, host.expavg_credit, host.expavg_time) == (2500.0, 90.75, standard.now - 86400)
+
+
+def test_host_app_version_keeps_its_statistics_and_quota(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    hav = HostAppVersion.objects.get()
+    assert (hav.host_id, hav.app_version.version_num) == (7, 100)
+    assert (hav.pfc_n, hav.pfc_avg, hav.et_n, hav.max_jobs_per_day, hav.n_jobs_today) == (30, 2.4, 30, 40, 2)
+    assert (hav.consecutive_valid, hav.error_rate, hav.scale_probation) == (12, 0.02, False)
+
+
+def test_per_app_credit_of_users_and_teams(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    user_credit, team_credit = UserAppCredit.objects.get(), TeamAppCredit.objects.get()
+    assert (user_credit.account.email_addr, user_credit.njobs, user_credit.total) == (
+        standard.ada.email,
+        20,
+        3000.0,
+    )
+    assert (team_credit.team.name, team_credit.njobs, team_credit.expavg) == ("Crunchers", 35, 120.5)
+
+
+def test_app_version_files_are_placed_in_the_download_area_with_their_signature(
+    boinc_db, standard, project_dir, keys
+):
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get()
+    version = AppVersion.objects.get()
+    file = AppFile.objects.get()
+    assert (version.app.name, version.platform.name, version.version_num, version.pfc_n) == (
+        "worker",
+        "x86_64-pc-linux-gnu",
+        100,
+        500,
+    )
+    assert (file.file_name, file.main_program, file.nbytes) == (APP_FILE, True, len(APP_BYTES))
+    assert (project.download_dir / APP_FILE).read_bytes() == APP_BYTES
+    assert verify_md5_signature(keys.code_sign.public_text, file.md5_cksum, file.file_signature) is True
+
+
+def test_only_work_in_progress_is_imported_with_its_files(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get()
+    assert sorted(Workunit.objects.values_list("name", flat=True)) == ["wu_fresh", "wu_running"]
+    running = Result.objects.get(name=standard.running_result)
+    assert (running.server_state, running.host_id, running.account.email_addr) == (
+        ServerState.IN_PROGRESS,
+        7,
+        standard.ada.email,
+    )
+    assert (running.platform, running.version_num, running.app_version.version_num) == (
+        "x86_64-pc-linux-gnu",
+        100,
+        100,
+    )
+    output = OutputFile.objects.get(result=running)
+    assert (output.name, output.open_name, output.max_nbytes, output.uploaded) == (
+        standard.running_output,
+        "out",
+        10_000,
+        False,
+    )
+    ref = WorkunitFileRef.objects.get(workunit__name="wu_running")
+    assert (ref.file.name, ref.open_name) == (INPUT_FILE, "in")
+    assert (project.download_dir / INPUT_FILE).read_bytes() == INPUT_BYTES
+    wu = Workunit.objects.get(name="wu_fresh")
+    assert wu.output_files[0]["open_name"] == "out"
+    assert wu.output_files[0]["max_nbytes"] == 10_000
+
+
+def test_a_reported_results_upload_to_the_old_server_is_received_here(boinc_db, standard, project_dir):
+    data = b"42\n"
+    write(hier(project_dir / "upload", "wu_fresh_0_r1_0"), data)
+    reported = (
+        f"<file_info><name>wu_fresh_0_r1_0</name><nbytes>{len(data)}</nbytes><max_nbytes>10000</max_nbytes>"
+        f"<md5_cksum>{md5(data)}</md5_cksum></file_info>"
+    )
+    boinc_db.execute(
+        "UPDATE result SET server_state = 5, outcome = 1, client_state = 5, xml_doc_out = %s WHERE id = 22",
+        [reported],
+    )
+    import_boinc(boinc_db, project_dir)
+    output = OutputFile.objects.get(name="wu_fresh_0_r1_0")
+    assert (output.uploaded, output.nbytes, output.md5_cksum) == (True, 3, md5(data))
+    assert (Project.objects.get().upload_dir / "wu_fresh_0_r1_0").read_bytes() == data
+
+
+def test_a_reported_upload_that_does_not_match_the_report_is_left_behind(boinc_db, standard, project_dir):
+    write(hier(project_dir / "upload", "wu_fresh_0_r1_0"), b"partial")
+    other = md5(b"42")
+    reported = (
+        f"<file_info><name>wu_fresh_0_r1_0</name><nbytes>7</nbytes><md5_cksum>{other}</md5_cksum></file_info>"
+    )
+    boinc_db.execute(
+        "UPDATE result SET server_state = 5, outcome = 1, xml_doc_out = %s WHERE id = 22", [reported]
+    )
+    output = import_boinc(boinc_db, project_dir, "-v", "2")
+    assert "changed result 22: uploaded file wu_fresh_0_r1_0 is not what the client reported" in output
+    assert OutputFile.objects.get(name="wu_fresh_0_r1_0").uploaded is False
+    assert not (Project.objects.get().upload_dir / "wu_fresh_0_r1_0").exists()
+
+
+def test_an_upload_of_a_task_in_progress_is_kept_both_whole_and_for_resuming(boinc_db, standard, project_dir):
+    write(hier(project_dir / "upload", standard.running_output), b"4")
+    import_boinc(boinc_db, project_dir)
+    area = Project.objects.get().upload_dir
+    assert (area / standard.running_output).read_bytes() == b"4"
+    assert (area / partial_upload_name(standard.running_output)).read_bytes() == b"4"
+    assert OutputFile.objects.get(name=standard.running_output).uploaded is False
+
+
+def test_volunteers_without_stats_export_consent_are_not_exported(boinc_db, standard, project_dir):
+    boinc_db.add("consent_type", id=2, shortname="STATSEXPORT", enabled=1)
+    boinc_db.add("consent", userid=1, consent_type_id=2, consent_time=100, consent_flag=1)
+    boinc_db.add("consent", userid=1, consent_type_id=2, consent_time=200, consent_flag=0)
+    boinc_db.add("consent", userid=2, consent_type_id=2, consent_time=100, consent_flag=1)
+    import_boinc(boinc_db, project_dir)
+    assert dict(Account.objects.values_list("pk", "stats_export_consent")) == {1: False, 2: True}
+
+
+# --- repeated, interrupted and rehearsed runs ----------------------------------------------------
+
+
+def test_a_second_run_changes_nothing(boinc_db, standard, project_dir):
+    add_user(boinc_db, 3, name="<b>x</b>")
+    import_boinc(boinc_db, project_dir)
+    before, issues = counts(), stored_issues()
+    output = import_boinc(boinc_db, project_dir)
+    assert (counts(), stored_issues()) == (before, issues)
+    assert "refused user 3: name '<b>x</b>': user name may not contain HTML tags" in output
+
+
+def test_a_run_stopped_half_way_goes_on_where_it_stopped(boinc_db, standard, project_dir):
+    for i in range(10, 30):
+        add_user(boinc_db, i)
+
+    def stop_after_first_user_batch(table: str, done: int, total: int) -> None:
+        if table == "user":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        boinc_import_run(
+            slug="oldproj",
+            mysql_url=boinc_db.url,
+            project_dir=project_dir,
+            batch_size=5,
+            progress=stop_after_first_user_batch,
+        )
+    assert Account.objects.count() == 5
+    assert ImportTable.objects.get(table="user").last_source_id == 12
+    assert BoincImport.objects.get().finished is None
+    import_boinc(boinc_db, project_dir, "--batch-size", "5")
+    assert sorted(Account.objects.values_list("pk", flat=True)) == [1, 2, *range(10, 30)]
+    assert Host.objects.count() == 1
+    assert BoincImport.objects.get().finished is not None
+
+
+def test_a_dry_run_reports_what_it_would_import_and_refuse_and_writes_nothing(
+    boinc_db, standard, project_dir
+):
+    add_host(boinc_db, 8, 99)
+    output = import_boinc(boinc_db, project_dir, "--dry-run")
+    assert "refused host 8: its user 99 was not imported" in output
+    assert "Dry run: nothing was written." in output
+    lines = {line.split()[0]: line.split()[1:] for line in output.splitlines() if line[:1].isalpha()}
+    assert lines["user"][:3] == ["2", "2", "0"]
+    assert lines["host"][:3] == ["2", "1", "1"]
+    assert lines["result"][:2] == ["2", "2"]
+    assert (Project.objects.exists(), Platform.objects.exists()) == (False, False)
+
+
+def progress_records() -> list[tuple[object, ...]]:
+    return list(
+        ImportTable.objects.order_by("table").values_list("table", "last_source_id", "imported", "done")
+    )
+
+
+def test_a_dry_run_after_a_stopped_run_reports_what_is_left_and_writes_nothing(
+    boinc_db, standard, project_dir
+):
+    def stop_at_hosts(table: str, done: int, total: int) -> None:
+        if table == "host":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        boinc_import_run(
+            slug="oldproj", mysql_url=boinc_db.url, project_dir=project_dir, progress=stop_at_hosts
+        )
+    add_user(boinc_db, 5)
+    before = (counts(), stored_issues(), progress_records())
+    output = import_boinc(boinc_db, project_dir, "--dry-run")
+    assert "refused user 5: added to the BOINC database after this import began" in output
+    assert (counts(), stored_issues(), progress_records()) == before
+    assert [line.split()[:3] for line in output.splitlines() if line.startswith(("host ", "result "))] == [
+        ["host", "0", "0"],  # read before the stop
+        ["result", "2", "2"],
+    ]
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+
+def test_a_row_breaking_a_rule_is_refused_and_reported_and_the_rest_imported(boinc_db, standard, project_dir):
+    add_user(boinc_db, 3, email_addr="not an email")
+    add_host(boinc_db, 9, 3)
+    output = import_boinc(boinc_db, project_dir)
+    assert "refused user 3: email_addr 'not an email': not a valid email address" in output
+    assert "refused host 9: its user 3 was not imported" in output
+    assert Account.objects.count() == 2
+    assert list(Host.objects.values_list("pk", flat=True)) == [7]
+    assert ("user", 3, True, "email_addr 'not an email': not a valid email address") in stored_issues()
+
+
+def test_a_refused_row_fixed_in_boinc_is_imported_by_the_next_run(boinc_db, standard, project_dir):
+    add_user(boinc_db, 3, email_addr="not an email")
+    add_host(boinc_db, 9, 3)
+    import_boinc(boinc_db, project_dir)
+    boinc_db.execute("UPDATE user SET email_addr = 'carol@example.org' WHERE id = 3")
+    import_boinc(boinc_db, project_dir)
+    assert Account.objects.get(pk=3).email_addr == "carol@example.org"
+    assert Host.objects.get(pk=9).account_id == 3
+    assert not ImportIssue.objects.filter(refused=True).exists()
+
+
+def test_dates_in_the_future_and_impossible_quorums_are_refused(boinc_db, standard, project_dir):
+    boinc_db.add("team", id=2, name="Future", create_time=int(standard.now + 10 * 86400))
+    boinc_db.add("workunit", id=14, appid=1, name="wu_bad", min_quorum=3, target_nresults=2, create_time=100)
+    output = import_boinc(boinc_db, project_dir)
+    assert "refused team 2: create_time" in output
+    assert "is in the future" in output
+    assert "refused workunit 14: target_nresults must be at least min_quorum" in output
+    assert not Workunit.objects.filter(name="wu_bad").exists()
+
+
+def test_unknown_password_hashes_and_bad_preferences_are_dropped_with_a_note(boinc_db, standard, project_dir):
+    boinc_db.execute(
+        "UPDATE user SET passwd_hash = 'sha1:abc', project_prefs = '<project_preferences>' WHERE id = 1"
+    )
+    output = import_boinc(boinc_db, project_dir, "-v", "2")
+    ada = Account.objects.get(pk=1)
+    assert (ada.passwd_hash, ada.project_prefs) == ("", "")
+    assert "changed user 1: password hash in an unknown format dropped" in output
+    assert "changed user 1: project_prefs are not valid XML" in output
+
+
+def test_an_app_version_of_an_unknown_plan_class_is_refused_and_its_tasks_still_come(
+    boinc_db, standard, project_dir
+):
+    boinc_db.execute("UPDATE app_version SET plan_class = 'custom_gpu' WHERE id = 1")
+    output = import_boinc(boinc_db, project_dir)
+    assert "refused app_version 1: unknown plan class 'custom_gpu'" in output
+    assert "refused host_app_version 7/1: app version 1 was not imported" in output
+    running = Result.objects.get(name=standard.running_result)
+    assert (running.app_version_id, running.host_id) == (None, 7)
+
+
+def test_an_authenticator_of_another_project_is_refused(boinc_db, standard, project_dir):
+    AccountFactory(project=ProjectFactory(slug="other"), authenticator=standard.bob.authenticator)
+    output = import_boinc(boinc_db, project_dir)
+    assert (
+        "refused user 2: its authenticator is already the account key of an account of another project"
+        in output
+    )
+    imported = Account.objects.filter(project__slug="oldproj")
+    assert list(imported.values_list("email_addr", flat=True)) == [standard.ada.email]
+
+
+def test_an_unknown_schema_is_refused_with_the_missing_columns(boinc_server, project_dir):
+    db = BoincDb(boinc_server)
+    try:
+        db.execute("ALTER TABLE host DROP COLUMN gpu_active_frac")
+        db.execute("DROP TABLE consent")
+        with pytest.raises(CommandError, match="not a BOINC database schema the importer knows") as raised:
+            import_boinc(db, project_dir)
+    finally:
+        db.drop()
+    assert "table host lacks column(s) gpu_active_frac" in str(raised.value)
+    assert "table consent is missing" in str(raised.value)
+    assert not Project.objects.exists()
+
+
+def test_a_db_revision_newer_than_known_is_refused(boinc_db, project_dir):
+    (project_dir / "db_revision").write_text("27040\n")
+    with pytest.raises(CommandError, match="db_revision 27040 is newer than 27032"):
+        import_boinc(boinc_db, project_dir)
+
+
+def test_a_project_dir_without_keys_is_refused(boinc_db, project_dir):
+    (project_dir / "keys" / "upload_private").unlink()
+    with pytest.raises(CommandError, match="upload_private is missing"):
+        import_boinc(boinc_db, project_dir)
+
+
+def test_an_existing_project_not_made_by_an_import_is_left_alone(boinc_db, standard, project_dir):
+    ProjectFactory(slug="oldproj")
+    with pytest.raises(CommandError, match="already exists and was not made by importing"):
+        import_boinc(boinc_db, project_dir)
+    assert not Account.objects.exists()
+
+
+def test_a_wrong_database_password_is_a_clear_error(boinc_db, project_dir):
+    url = urlsplit(boinc_db.url)
+    wrong = f"mysql://nobody:wrong@{url.hostname}:{url.port}{url.path}"
+    with pytest.raises(CommandError, match="cannot connect to mysql://nobody@"):
+        call_command("import_boinc", "--project", "x", "--mysql", wrong, "--project-dir", str(project_dir))
+
+
+# --- ids already taken by other projects ------------------------------------------------------
+
+
+def test_host_ids_taken_by_another_project_are_shifted_and_mapped(boinc_db, standard, project_dir):
+    other = ProjectFactory(slug="other")
+    HostFactory(id=7, project=other, account=AccountFactory(project=other))
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get(slug="oldproj")
+    host = Host.objects.get(project=project)
+    assert host.pk == 7 + project.boinc_hostid_offset
+    assert project.boinc_hostid_offset > 0
+    assert project.host_id_from_client(7) == host.pk
+    assert Result.objects.get(name=standard.running_result).host_id == host.pk
+    # New rows get ids above the imported range.
+    assert HostFactory(project=other, account=AccountFactory(project=other)).pk > host.pk
+
+
+def test_new_rows_after_the_import_get_ids_above_the_imported_ones(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    project = Project.objects.get()
+    assert AccountFactory(project=project).pk > 2
+    assert HostFactory(project=project, account=Account.objects.get(pk=1)).pk > 7
