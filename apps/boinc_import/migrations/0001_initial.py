@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('projects', '0006_project_boinc_hostid_mapping'),
+        ('projects', '0007_project_boinc_hostid_mapping'),
     ]
 
     operations = [

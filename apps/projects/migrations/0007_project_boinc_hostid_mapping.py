@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0005_report_grace_period_setting'),
+        ('projects', '0006_credit_cheat_bounds_sequence_disagreements'),
     ]
 
     operations = [
