@@ -43,11 +43,12 @@ SUMMARY_CACHE_SECONDS = 10.0
 class Broker(HealthCheck):
     """The Celery broker (Redis in production) accepts a connection."""
 
+    app: Celery = dataclasses.field(default_factory=lambda: celery_app, repr=False)
     timeout: timedelta = dataclasses.field(default=timedelta(seconds=3), repr=False)
 
     def run(self) -> None:
         try:
-            with celery_app.connection_for_write(connect_timeout=self.timeout.total_seconds()) as conn:
+            with self.app.connection_for_write(connect_timeout=self.timeout.total_seconds()) as conn:
                 conn.ensure_connection(max_retries=1)
         except Exception as exc:
             raise ServiceUnavailable(f"cannot connect: {type(exc).__name__}") from exc
