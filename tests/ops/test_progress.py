@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import re
+
+import pytest
+from django.core.management import call_command
+
 from apps.core.progress import Progress
 
 
@@ -31,3 +37,13 @@ def test_the_summary_says_how_many_in_how_long():
     clock.now = 1.5
     progress.finish()
     assert lines == ["data: 3.0 MB in 1.5 s"]
+
+
+@pytest.mark.django_db
+def test_create_work_from_stdin_reports_its_progress(project, cpu_app, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("--wu_name a1\n--wu_name a2\n--wu_name a3\n"))
+    err = io.StringIO()
+    call_command(
+        "create_work", "--project", "ops", "--appname", "cpuapp", "--stdin", stdout=io.StringIO(), stderr=err
+    )
+    assert re.fullmatch(r"creating workunits: 3 in \d+\.\d s\n", err.getvalue())

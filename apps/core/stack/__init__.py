@@ -109,12 +109,14 @@ class Stack:
         redis_url: str | None = None,
         overrides: dict[str, str] | None = None,
         parts: tuple[str, ...] = PROCESS_PARTS,
+        nginx: str = "nginx",
     ) -> None:
         unknown = set(parts) - set(PROCESS_PARTS)
         if unknown:
             raise ValueError(f"unknown parts {sorted(unknown)}; choose from {PROCESS_PARTS}")
         self.directory = directory
         self.parts = parts
+        self.nginx = nginx
         self.overrides = dict(overrides or {})
         self.ports = {name: free_port() for name in ("web", "http", "https")}
         self.postgres_server = postgres_url
@@ -220,13 +222,19 @@ class Stack:
         return env
 
     def manage(
-        self, *args: str, check: bool = True, input: str | None = None, timeout: float = 600
+        self,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        timeout: float = 600,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """``manage.py`` as an operator runs it on the server (the environment file loaded)."""
+        """``manage.py`` as an operator runs it on the server: the environment file loaded,
+        plus ``env`` (one-off variables such as DJANGO_SUPERUSER_PASSWORD)."""
         done = subprocess.run(
             [sys.executable, str(BASE_DIR / "manage.py"), *args],
             cwd=BASE_DIR,
-            env=self.process_env(),
+            env={**self.process_env(), **(env or {})},
             input=input,
             capture_output=True,
             text=True,
@@ -253,6 +261,8 @@ class Stack:
             return
         process = self.part(name)
         process.env = self.process_env(self._unset.get(name, ()))
+        if name == "nginx":
+            self._nginx_site_write()  # from the environment file as it is now
         if name == "web":
             process.env["RUNTIME_DIRECTORY"] = str(self.directory / "run")  # systemd's RuntimeDirectory=
         for command in self._pre.get(name, ()):
@@ -344,37 +354,48 @@ class Stack:
 
     def _nginx(self) -> ManagedProcess:
         prefix = self.directory / "nginx"
-        site = prefix / "cobblestone.conf"
-        rendered = subprocess.run(
-            ["sh", str(DEPLOY_DIR / "render-nginx-site.sh"), str(self.env_path)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if rendered.returncode != 0:
-            raise StackError(f"render-nginx-site.sh failed: {rendered.stderr}")
-        site.write_text(rendered.stdout)
-        main = prefix / "nginx.conf"
-        temp = "\n".join(
-            f"  {kind}_temp_path {prefix}/tmp-{kind};"
-            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-        )
-        main.write_text(
-            ("user root;\n" if os.geteuid() == 0 else "")
-            + f"daemon off;\nworker_processes 2;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log warn;\n"
-            "events { worker_connections 512; }\n"
-            "http {\n  include /etc/nginx/mime.types;\n  default_type application/octet-stream;\n  sendfile on;\n"
-            f"  access_log {prefix}/access.log;\n{temp}\n  include {site};\n}}\n"
-        )
         port = self.ports["https"]
         return ManagedProcess(
             name="nginx",
-            command=["nginx", "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(main)],
+            command=[
+                self.nginx,
+                "-p",
+                str(prefix),
+                "-e",
+                str(prefix / "error.log"),
+                "-c",
+                str(prefix / "nginx.conf"),
+            ],
             env={},
             cwd=prefix,
             log_path=self.directory / "logs" / "nginx.log",
             ready=lambda: port_open(port),
             start_timeout=20,
+        )
+
+    def _nginx_site_write(self) -> None:
+        """The site as deploy/render-nginx-site.sh writes it, in a main configuration that
+        keeps nginx's files (pid, logs, temporary bodies) in the stack's directory."""
+        prefix = self.directory / "nginx"
+        rendered = subprocess.run(
+            ["sh", str(DEPLOY_DIR / "render-nginx-site.sh"), str(self.env_path)],
+            capture_output=True,
+            text=True,
+        )
+        if rendered.returncode != 0:
+            raise StackError(f"render-nginx-site.sh failed: {rendered.stderr}")
+        site = prefix / "cobblestone.conf"
+        site.write_text(rendered.stdout)
+        temp = "\n".join(
+            f"  {kind}_temp_path {prefix}/tmp-{kind};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
+        (prefix / "nginx.conf").write_text(
+            ("user root;\n" if os.geteuid() == 0 else "")
+            + f"daemon off;\nworker_processes 2;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log warn;\n"
+            "events { worker_connections 512; }\n"
+            "http {\n  include /etc/nginx/mime.types;\n  default_type application/octet-stream;\n  sendfile on;\n"
+            f"  access_log {prefix}/access.log;\n{temp}\n  include {site};\n}}\n"
         )
 
 
