@@ -20,6 +20,18 @@ def _data_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | None:
 
 
 @pytest.fixture(autouse=True)
+def _static_files_without_manifest(request: pytest.FixtureRequest) -> None:
+    """Pages name their static files through collectstatic's manifest in production; tests run
+    without collectstatic, so they use the same storage without hashed names."""
+    if request.config.pluginmanager.hasplugin("django"):
+        settings = request.getfixturevalue("settings")
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+        }
+
+
+@pytest.fixture(autouse=True)
 def _fresh_scheduler_catalog(request: pytest.FixtureRequest) -> None:
     """The scheduler's per-process catalog cache must not carry rows from one test to the next."""
     if request.config.pluginmanager.hasplugin("django"):

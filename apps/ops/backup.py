@@ -143,7 +143,7 @@ def _dump_database(output: Path, vendor: str, write: Write) -> Path:
         )
     elif vendor == "sqlite":
         target = output / "database.sqlite3"
-        _sqlite_copy(Path(settings.DATABASES["default"]["NAME"]), target)
+        _sqlite_copy(Path(connection.settings_dict["NAME"]), target)
     else:
         raise BackupError(f"no backup method for a {vendor} database")
     write(f"database: {target.stat().st_size / 2**20:.1f} MB in {time.monotonic() - started:.1f} s")
@@ -166,7 +166,7 @@ def _restore_database(dump: Path, write: Write) -> None:
             ]
         )
     else:
-        _sqlite_copy(dump, Path(settings.DATABASES["default"]["NAME"]))
+        _sqlite_copy(dump, Path(connection.settings_dict["NAME"]))
     write(f"database restored: {dump.stat().st_size / 2**20:.1f} MB in {time.monotonic() - started:.1f} s")
 
 
@@ -183,7 +183,7 @@ def _sqlite_copy(source_path: Path, target_path: Path) -> None:
 
 def _libpq_url() -> str:
     """The database as a libpq connection URI (pg_dump and pg_restore take it as --dbname)."""
-    db = settings.DATABASES["default"]
+    db = connection.settings_dict
     auth = quote(db.get("USER") or "", safe="")
     if db.get("PASSWORD"):
         auth += ":" + quote(db["PASSWORD"], safe="")

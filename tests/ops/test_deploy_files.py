@@ -117,3 +117,8 @@ def test_check_deploy_catches_the_placeholder_secret_key(tmp_path):
     done = check_deploy(tmp_path)  # SECRET_KEY=change-me, as in the example
     assert done.returncode == 1
     assert "security.W009" in done.stderr
+
+
+def test_the_backup_unit_runs_the_backup_command():
+    backup = unit_commands("cobblestone-backup.service", env_file_read(ENV_EXAMPLE))
+    assert backup.start == (f"{Path(sys.executable).parent}/python", "manage.py", "backup")

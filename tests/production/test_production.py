@@ -126,6 +126,11 @@ def test_metrics_count_every_rpc_whichever_web_process_answered(stack):
     assert metric(stack, "cobblestone_scheduler_rpcs_total", project="", outcome="no_project") == before + 40
 
 
+def test_check_deploy_is_clean_on_the_running_configuration(stack):
+    done = stack.manage("check", "--deploy", "--fail-level", "WARNING")
+    assert done.stdout.strip() == "System check identified no issues (0 silenced)."
+
+
 def test_health_is_healthy_through_nginx(stack):
     status, headers, body = stack.get("/health/", {"Accept": "application/json"})
     assert status == 200, body
@@ -233,6 +238,7 @@ def test_restore_drill_a_backup_of_the_running_project_takes_the_clients_report(
     volunteer_attach(client, master_url, email="drill@example.org")
     wait_until(lambda: "Starting task drill1_0" in client.log(), timeout=60, what="the task", client=client)
     client.cmd("--set_network_mode", "never")  # the result waits on the client for the restored server
+    logger.info("drill: task running after %.1f s", time.monotonic() - started)
     hosts_before = project_hosts(stack, "drill")
 
     backup = tmp_path / "backup"
@@ -249,10 +255,12 @@ def test_restore_drill_a_backup_of_the_running_project_takes_the_clients_report(
     stack.manage("migrate", "--noinput")  # the upgrade step: nothing to do for the same code
     for part in ("web", "worker", "beat", "nginx"):
         stack.start_part(part)
+    logger.info("drill: backed up, restored and restarted after %.1f s", time.monotonic() - started)
 
     client.cmd("--set_network_mode", "always")
     client.cmd("--network_available")
     wait_for_credit(stack, client, "drill1_0")
+    logger.info("drill: reported and credited after %.1f s", time.monotonic() - started)
     assert result_state(stack, "drill1_0")[:2] == (ServerState.OVER, Outcome.SUCCESS)
     assert (tmp_path / "restored-data" / "drill" / "upload").is_dir()
     uploaded = list((tmp_path / "restored-data" / "drill" / "upload").iterdir())
