@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from apps.portal.selectors import DaemonStatus, daemon_status_list
+from apps.portal.selectors import DAEMON_PERIODS, DaemonStatus, daemon_status_list
 from apps.projects.models import Project
 from apps.projects.services import project_daemons_set_paused
 from boincproj.celery import DEFAULT_SCHEDULE
@@ -57,13 +57,23 @@ class ProjectRunStatus:
 
 
 def project_run_status(*, project: Project, now: datetime) -> ProjectRunStatus:
-    daemons = daemon_status_list(project=project, now=now)
-    if not project.locality_scheduling:
-        # The working set is kept for locality projects only; the others never record a pass.
-        daemons = [replace(d, state="not used") if d.name == "working_set" else d for d in daemons]
+    daemons = [_state_for_project(d, project, now) for d in daemon_status_list(project=project, now=now)]
     return ProjectRunStatus(
         project=project, scheduler="disabled" if project.sched_stopped else "running", daemons=daemons
     )
+
+
+def _state_for_project(status: DaemonStatus, project: Project, now: datetime) -> DaemonStatus:
+    if status.name == "working_set" and not project.locality_scheduling:
+        # The working set is kept for locality projects only; the others never record a pass.
+        return replace(status, state="not used")
+    if status.state == "not running" and status.last_run is None:
+        # Beat runs each daemon one period after it starts: a daily one has not run yet on a
+        # new project, and only a daemon overdue since the project was created is down.
+        grace = max(3 * DAEMON_PERIODS[status.name], 120)
+        if (now - project.create_time).total_seconds() <= grace:
+            return replace(status, state="first pass due")
+    return status
 
 
 def celery_workers_answering(timeout: float = 2.0) -> list[str]:

@@ -1,15 +1,12 @@
-"""A project with one CPU app and work, for the monitoring tests (built as the scheduler tests do)."""
+"""A project with one CPU app and three jobs, for the monitoring and command tests; the app
+and the account come from the scheduler tests' fixtures, built on this project."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.projects.services import project_create
-from apps.volunteers.models import Account, make_passwd_hash
-from tests.scheduler.conftest import PLATFORM, make_jobs
+from tests.scheduler.conftest import account, cpu_app, make_jobs, worker  # noqa: F401
 
 
 @pytest.fixture
@@ -18,23 +15,5 @@ def project():
 
 
 @pytest.fixture
-def account(project):
-    return Account.objects.create(
-        project=project, name="Vol", email_addr="vol@example.com", passwd_hash=make_passwd_hash(None)
-    )
-
-
-@pytest.fixture
-def cpu_app(project, tmp_path: Path):
-    worker = tmp_path / "worker.sh"
-    worker.write_text("#!/bin/sh\necho 0 > boinc_finish_called\n")
-    app = app_create(project=project, name="cpuapp", user_friendly_name="CPU app")
-    app_version_add(
-        project=project,
-        app_name="cpuapp",
-        version_num=100,
-        platform_name=PLATFORM,
-        files=[AppFileSpec(path=worker)],
-    )
-    make_jobs(project, app, 3)
-    return app
+def jobs(project, cpu_app):  # noqa: F811
+    return make_jobs(project, cpu_app, 3)

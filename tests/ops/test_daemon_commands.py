@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from apps.ops.daemons import DAEMON_NAMES
 from apps.ops.management.commands import status as status_command
+from apps.projects.models import Project
 from tests.scheduler.conftest import make_request, rpc
 
 pytestmark = pytest.mark.django_db
@@ -49,8 +52,9 @@ def test_an_unknown_daemon_or_project_is_refused_and_nothing_changes(project):
     assert (project.sched_stopped, project.paused_daemons) == (False, [])
 
 
-def test_status_shows_each_daemon_and_exits_1_when_nothing_ran(project, monkeypatch):
+def test_status_shows_each_daemon_and_exits_1_when_a_daemon_is_overdue(project, monkeypatch):
     monkeypatch.setattr(status_command, "celery_workers_answering", lambda: ["worker1@host"])
+    Project.objects.filter(pk=project.pk).update(create_time=timezone.now() - timedelta(hours=1))
     out = StringIO()
     with pytest.raises(SystemExit) as exit_info:
         call_command("status", stdout=out)
@@ -58,8 +62,24 @@ def test_status_shows_each_daemon_and_exits_1_when_nothing_ran(project, monkeypa
     text = out.getvalue()
     assert "ops (Ops Test): scheduler running" in text
     assert "  transitioner        not running   never" in text
+    assert "  update_stats        first pass due" in text  # daily: not due in the first hour
     assert "  working_set         not used" in text  # not a locality project
     assert "Celery workers answering: worker1@host" in text
+
+
+def test_status_of_a_new_project_waits_for_the_first_passes(project, monkeypatch):
+    monkeypatch.setattr(status_command, "celery_workers_answering", lambda: ["worker1@host"])
+    out = StringIO()
+    call_command("status", stdout=out)  # exit status 0
+    assert "  transitioner        first pass due" in out.getvalue()
+
+
+def test_status_exits_1_when_no_worker_answers(project, monkeypatch):
+    monkeypatch.setattr(status_command, "celery_workers_answering", lambda: [])
+    out = StringIO()
+    with pytest.raises(SystemExit):
+        call_command("status", stdout=out)
+    assert "Celery workers answering: none" in out.getvalue()
 
 
 def test_status_exits_0_when_the_daemons_ran_and_a_worker_answers(project, monkeypatch):

@@ -17,7 +17,7 @@ def sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def test_a_scheduler_rpc_is_counted_with_its_outcome_and_latency(client, project, account, cpu_app):
+def test_a_scheduler_rpc_is_counted_with_its_outcome_and_latency(client, project, account, jobs):
     before = sample("cobblestone_scheduler_rpcs_total", project="ops", outcome="ok")
     latencies = sample("cobblestone_scheduler_rpc_seconds_count", project="ops")
     dispatched = sample("cobblestone_jobs_dispatched_total", project="ops", resource="CPU")
@@ -51,7 +51,7 @@ def test_an_upload_refused_is_counted(client, project):
     assert sample("cobblestone_uploads_total", project="ops", status="refused") == before + 1
 
 
-def test_metrics_show_backlogs_daemon_ages_and_work_remaining_per_app(client, project, cpu_app):
+def test_metrics_show_backlogs_daemon_ages_and_work_remaining_per_app(client, project, jobs):
     response = client.get("/metrics")
     assert response.status_code == 200
     text = response.content.decode()
@@ -61,7 +61,7 @@ def test_metrics_show_backlogs_daemon_ages_and_work_remaining_per_app(client, pr
     assert "cobblestone_scheduler_rpcs_total" in text
 
 
-def test_daemon_last_run_age_is_exported_once_a_daemon_ran(client, project, cpu_app):
+def test_daemon_last_run_age_is_exported_once_a_daemon_ran(client, project, jobs):
     call_command("run_daemons", "--once", "--project", "ops")
     text = client.get("/metrics").content.decode()
     prefix = 'cobblestone_daemon_last_run_age_seconds{daemon="transitioner",project="ops"}'
@@ -95,7 +95,7 @@ def test_a_forwarded_header_from_an_untrusted_peer_is_ignored(client, project):
     assert response.status_code == 403
 
 
-def test_the_scheduler_records_the_hosts_address_given_by_the_proxy(client, project, account, cpu_app):
+def test_the_scheduler_records_the_hosts_address_given_by_the_proxy(client, project, account, jobs):
     body = render_request(make_request(account.authenticator))
     client.post(
         "/ops/cgi",

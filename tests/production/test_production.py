@@ -100,6 +100,11 @@ def test_a_stock_client_attaches_through_nginx_computes_and_is_granted_credit(st
     assert metric(stack, "cobblestone_results", project="prod", app="worker", state="unsent") == 0
     age = metric(stack, "cobblestone_daemon_last_run_age_seconds", project="prod", daemon="validator")
     assert 0 <= age < 120
+    # BOINC's bin/status: every daemon beat runs has run for the project, a worker answers.
+    status = stack.manage("status", "--project", "prod").stdout
+    assert "prod (Production prod): scheduler running" in status
+    assert "not running" not in status
+    assert "Celery workers answering: worker1@" in status
     logger.info("client attach to credit through the production stack: %.1f s", time.monotonic() - started)
 
 
