@@ -1,5 +1,6 @@
 """The production stack for the end-to-end tests: nginx (TLS), gunicorn, PostgreSQL, Redis, a
-Celery worker and beat, started by apps.core.stack from deploy/'s files, once per module.
+Celery worker and beat, started by apps.core.stack from deploy/'s files, once per module
+(PostgreSQL and Redis are private servers in the stack's directory).
 
 Projects are installed with the operator's commands (make_project, add_app, add_app_version,
 create_work) through ``Stack.manage``; the stock BOINC client reaches the server only through
@@ -45,12 +46,14 @@ RESULT_TEMPLATE = """<output_template>
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    server = require_service("COBBLESTONE_TEST_DATABASE_URL", "PostgreSQL")
+    require_service("COBBLESTONE_TEST_DATABASE_URL", "PostgreSQL")  # installed and able to run
     nginx = require_service("COBBLESTONE_TEST_NGINX", "nginx")
     require_service("COBBLESTONE_TEST_BOINC", "the BOINC client")
     directory = Path(tempfile.mkdtemp(prefix="cobblestone-production-"))
     try:
-        with Stack(directory, postgres_url=server, nginx=nginx) as running:
+        # A PostgreSQL server of its own: the stack's connections never compete with other
+        # test runs for the shared server's, and the drill can drop its database freely.
+        with Stack(directory, nginx=nginx) as running:
             yield running
     finally:
         if not os.environ.get("COBBLESTONE_KEEP_STACK_DIRS"):

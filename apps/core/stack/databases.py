@@ -96,6 +96,10 @@ class PrivatePostgres:
 
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.runas:
+            # The postgres user must reach its directory through the caller's (often 0700).
+            parent = self.directory.parent
+            parent.chmod(parent.stat().st_mode | 0o011)
         if not (self.data / "PG_VERSION").exists():
             self.data.mkdir(parents=True, exist_ok=True)
             if self.runas:
