@@ -232,6 +232,41 @@ def test_a_browser_sees_the_admin_and_the_volunteer_pages_styled_and_the_api_doc
     context.close()
 
 
+def test_each_part_can_be_killed_or_restarted_and_the_server_recovers(stack):
+    """The launcher's fault API (what a fault-injection test builds on), and /health/ after each."""
+
+    def healthy() -> bool:
+        try:
+            status, _, body = stack.get("/health/", {"Accept": "application/json"})
+        except OSError:  # a part is still starting
+            return False
+        return status == 200 and set(json.loads(body).values()) == {"OK"}
+
+    def until(predicate, what: str) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + 90
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.5)
+
+    web, worker = stack.part("web"), stack.part("worker")
+    killed = stack.kill("web", child=True)
+    until(lambda: len(web.children()) == 2 and killed not in web.children(), "gunicorn to replace its worker")
+    killed = stack.kill("worker", child=True)
+    until(
+        lambda: len(worker.children()) == 2 and killed not in worker.children(),
+        "Celery to replace its process",
+    )
+    stack.restart("redis")
+    stack.restart("postgres")
+    until(healthy, "health after restarting Redis and PostgreSQL")
+    stack.kill("postgres")  # SIGKILL to the postmaster: a crash
+    stack.start_part("postgres")  # recovers
+    until(healthy, "health after PostgreSQL's crash recovery")
+    stack.kill("nginx")
+    stack.start_part("nginx")
+    until(healthy, "health through the new nginx")
+
+
 def test_restore_drill_a_backup_of_the_running_project_takes_the_clients_report(
     stack, boinc_client, tmp_path
 ):

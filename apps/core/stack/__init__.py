@@ -249,7 +249,9 @@ class Stack:
     # --- one part ----------------------------------------------------------------------------
 
     def part(self, name: str) -> ManagedProcess:
-        if name == "redis" and self.redis is not None:
+        if name == "redis":
+            if self.redis is None:
+                raise StackError("redis is a given server: only a private one can be stopped or killed")
             return self.redis
         if name not in self._processes:
             self._processes[name] = self._build(name)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from apps.core.stack.processes import ManagedProcess, StackError, free_port
+from apps.core.stack.processes import ManagedProcess, StackError, child_pids, free_port
 
 PG_BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
 
@@ -126,9 +126,21 @@ class PrivatePostgres:
         self.start()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the postmaster; after SIGKILL, wait until its backends noticed and exited
+        (until then they hold the shared memory and a new server refuses to start)."""
         pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        backends = child_pids(pid)
         os.kill(pid, sig)
-        time.sleep(0.5)
+        if sig != signal.SIGKILL:
+            return
+        deadline = time.monotonic() + 30
+        while any(_alive(p) for p in [pid, *backends]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not _alive(pid):
+            # A dead postmaster nobody has reaped yet still "exists" for the next one's check
+            # of the lock files; the server is surely gone, so its lock files go too.
+            for name in ("postmaster.pid", f".s.PGSQL.{self.port}.lock", f".s.PGSQL.{self.port}"):
+                (self.data / name).unlink(missing_ok=True)
 
     def running(self) -> bool:
         return (
@@ -148,6 +160,16 @@ class PrivateRedis(ManagedProcess):
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 def private_redis(directory: Path, port: int | None = None) -> PrivateRedis:

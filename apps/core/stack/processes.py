@@ -112,6 +112,8 @@ class ManagedProcess:
     def start(self) -> None:
         if self.running():
             return
+        if self.proc is not None:
+            self.stop()  # what a killed main process left behind (nginx's workers hold its port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as out:
             out.write(f"--- {time.strftime('%H:%M:%S')} start: {' '.join(self.command)}\n".encode())
