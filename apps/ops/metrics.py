@@ -8,9 +8,11 @@ age of its last pass, and the work remaining per app (results unsent and in prog
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -23,11 +25,28 @@ from apps.portal.selectors import daemon_status_list, result_counts_by_app, work
 from apps.projects.models import Project
 from apps.work.domain.states import ServerState
 
+logger = logging.getLogger(__name__)
+
 
 class ProjectCollector:
     """Gauges read from the database at scrape time (a few indexed queries per project)."""
 
     def collect(self) -> Iterator[Metric]:
+        """The gauges, or only ``cobblestone_database_up 0`` when the database cannot answer
+        (the counters are still served: a scrape never fails with the database)."""
+        up = GaugeMetricFamily("cobblestone_database_up", "1 if the scrape could read the database.")
+        try:
+            families = list(self._families())
+        except DatabaseError:
+            logger.warning("metrics: the database did not answer", exc_info=True)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from families
+
+    def _families(self) -> Iterator[Metric]:
         now = clock.now()
         backlog = GaugeMetricFamily(
             "cobblestone_daemon_backlog", "Rows waiting for a back-end daemon.", labels=["project", "daemon"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.db import OperationalError
 from prometheus_client import REGISTRY
 
 from apps.hosts.models import Host
@@ -105,3 +106,15 @@ def test_the_scheduler_records_the_hosts_address_given_by_the_proxy(client, proj
         HTTP_X_FORWARDED_FOR="198.51.100.23",
     )
     assert Host.objects.get(account=account).last_ip_addr == "198.51.100.23"
+
+
+def test_without_the_database_metrics_still_serve_the_counters(client, project, monkeypatch):
+    def down(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr("apps.ops.metrics.work_backlog_get", down)
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "cobblestone_database_up 0.0" in text
+    assert "cobblestone_daemon_backlog" not in text
