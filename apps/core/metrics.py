@@ -11,10 +11,14 @@ sending made-up slugs cannot grow the number of series.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from prometheus_client import Counter, Histogram
+
+logger = logging.getLogger(__name__)
 
 SCHEDULER_RPCS = Counter(
     "cobblestone_scheduler_rpcs",
@@ -40,15 +44,27 @@ UPLOADS = Counter(
 
 
 def scheduler_rpc_observe(*, project: str, outcome: str, seconds: float) -> None:
-    SCHEDULER_RPCS.labels(project=project, outcome=outcome).inc()
-    SCHEDULER_RPC_SECONDS.labels(project=project).observe(seconds)
+    with _never_fails():
+        SCHEDULER_RPCS.labels(project=project, outcome=outcome).inc()
+        SCHEDULER_RPC_SECONDS.labels(project=project).observe(seconds)
 
 
 def jobs_dispatched_count(*, project: str, resources: Iterable[str]) -> None:
     """One RPC's sent results, given as the resource each runs on (CPU, NVIDIA, ...)."""
-    for resource, n in Tally(resources).items():
-        JOBS_DISPATCHED.labels(project=project, resource=resource).inc(n)
+    with _never_fails():
+        for resource, n in Tally(resources).items():
+            JOBS_DISPATCHED.labels(project=project, resource=resource).inc(n)
 
 
 def upload_count(*, project: str, status: str) -> None:
-    UPLOADS.labels(project=project, status=status).inc()
+    with _never_fails():
+        UPLOADS.labels(project=project, status=status).inc()
+
+
+@contextmanager
+def _never_fails() -> Iterator[None]:
+    """A count that cannot be kept (its metrics directory gone) is logged; the request goes on."""
+    try:
+        yield
+    except Exception:
+        logger.exception("metrics: could not record")

@@ -118,3 +118,14 @@ def test_without_the_database_metrics_still_serve_the_counters(client, project, 
     text = response.content.decode()
     assert "cobblestone_database_up 0.0" in text
     assert "cobblestone_daemon_backlog" not in text
+
+
+def test_a_count_that_cannot_be_kept_does_not_fail_the_rpc(client, project, account, jobs, monkeypatch):
+    def broken(**labels):
+        raise FileNotFoundError("/run/cobblestone/prometheus/counter_1.db")
+
+    monkeypatch.setattr("apps.core.metrics.SCHEDULER_RPCS.labels", broken)
+    reply = rpc(
+        client, project, make_request(account.authenticator, work_req_seconds=3600.0, cpu_req_secs=3600.0)
+    )
+    assert len(reply.results) > 0
