@@ -21,7 +21,6 @@ import psycopg
 import pytest
 
 from apps.core.stack import Stack
-from tests.browser.conftest import browser  # noqa: F401  (the session's chromium)
 from tests.conftest import require_service
 from tests.e2e.conftest import PLATFORM, WORKER, BoincClient, boinc_binary, boinc_client  # noqa: F401
 
