@@ -11,18 +11,28 @@ STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
 # pip's own "Location ... is ignored" notes about this machine's index setup are noise.
 PIP_QUIET := grep -v '^WARNING: Location' || true
+# Progress of the install: one line per package pip fetches, then what it installed; the full
+# output is kept in $(PIP_LOG) and its end shown if pip fails.
+PIP_LOG := $(VENV)/pip-install.log
+PIP_PROGRESS := tee $(PIP_LOG) | grep --line-buffered -E '^(Collecting|Installing collected|Successfully installed)' \
+	| sed -u -e 's/^Collecting \([^ ]*\).*/  fetching \1/' -e 's/^Installing collected packages: .*/  installing.../' \
+	-e 's/^Successfully installed .*/  installed./' || true
 
 $(STAMP): requirements.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -x $(PY) || { echo "[setup] creating the virtualenv $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "[setup] installing requirements.txt into $(VENV) (a few minutes the first time)"
 	@set -o pipefail; $(VENV)/bin/pip install -q --disable-pip-version-check --upgrade pip 2>&1 | { $(PIP_QUIET); }
-	@set -o pipefail; $(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt 2>&1 | { $(PIP_QUIET); }
+	@set -o pipefail; $(VENV)/bin/pip install --disable-pip-version-check --progress-bar off -r requirements.txt 2>&1 \
+		| { $(PIP_PROGRESS); } || { echo "[setup] pip failed; the end of $(PIP_LOG):"; tail -25 $(PIP_LOG); exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
 
 run: venv
+	@echo "[run] migrating the database"
 	@$(PY) manage.py migrate --noinput -v 0
 	@$(PY) manage.py setup_periodic_tasks
+	@echo "[run] the demo project and the admin login"
 	@$(PY) manage.py seed_demo --if-empty
 	@$(PY) manage.py ensure_admin
 	@$(PY) manage.py runall

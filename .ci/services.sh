@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start the real parts the tests need, on loopback, in private directories:
 # PostgreSQL, Redis and MariaDB (a BOINC project's database, for the import tests), plus
-# the stock BOINC client and Debian's chromium, which the tests run as programs.
+# the stock BOINC client, Debian's chromium and nginx, which the tests run as programs.
 # Installs missing Debian packages when running as root.
 # Writes the environment the tests read into var/services.env.
 # With CI set, a part that cannot be provided is a failure; otherwise it is
@@ -115,11 +115,22 @@ find_chromium() {
   say "Chromium: $(/usr/bin/chromium --version 2>/dev/null | head -1)"
 }
 
+find_nginx() {
+  # The production test runs nginx itself, with a private configuration (never the service).
+  apt_install nginx || return 1
+  local nginx
+  nginx=$(command -v nginx || echo /usr/sbin/nginx)
+  [ -x "$nginx" ] || { say "nginx binary not found"; return 1; }
+  echo "COBBLESTONE_TEST_NGINX=$nginx" >> "$ENV_FILE"
+  say "nginx: $("$nginx" -v 2>&1 | head -1)"
+}
+
 start_postgres || failures+=("PostgreSQL")
 start_redis || failures+=("Redis")
 start_mariadb || failures+=("MariaDB")
 find_boinc || failures+=("BOINC client")
 find_chromium || failures+=("Chromium")
+find_nginx || failures+=("nginx")
 
 if [ ${#failures[@]} -gt 0 ]; then
   if [ -n "${CI:-}" ]; then

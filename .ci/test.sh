@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 VENV=.venv
 step() { printf '\n==> %s\n' "$*"; }
 
-step "services (PostgreSQL, Redis, BOINC client, chromium)"
+step "services (PostgreSQL, Redis, BOINC client, chromium, nginx)"
 bash .ci/services.sh || exit 1
 set -a; source var/services.env; set +a
 

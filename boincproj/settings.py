@@ -7,6 +7,7 @@ filesystem Celery broker under ``var/``. Production sets ``DATABASE_URL``
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -90,6 +91,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served as static files (no CDN)
+    "health_check",
     "django_celery_beat",
     "django_celery_results",
     "apps.core",
@@ -104,9 +107,11 @@ INSTALLED_APPS = [
     "apps.emulator",
     "apps.portal",
     "apps.boinc_import",
+    "apps.ops",
 ]
 
 MIDDLEWARE = [
+    "apps.ops.middleware.ClientAddressMiddleware",  # first: everything after sees the client's address
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -189,9 +194,16 @@ STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 # Serve static files from the apps directly in development (no collectstatic step for `make run`).
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", DEBUG)
+# In production, `collectstatic` writes every file under a content-hashed name (and gzip/brotli
+# copies) into STATIC_ROOT, which nginx or whitenoise serve with far-future cache headers.
+STATIC_MANIFEST = env_bool("STATIC_MANIFEST", not DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if STATIC_MANIFEST
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
 }
 
 LOGIN_URL = "/admin/login/"
@@ -256,6 +268,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "BOINC-compatible project server: scheduler (JSON face), operators' API, volunteer data.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the installed drf-spectacular-sidecar package: no CDN, works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -------------------------------------------------------------------
@@ -282,11 +298,65 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# --- Operations: client address, monitoring, logs, error reports -------------------
+
+
+def env_networks(name: str, default: str) -> list[str]:
+    """A comma list of networks (``10.0.0.0/8``, ``::1``), checked now so a typo fails at start."""
+    values = [v.strip() for v in env(name, default).split(",") if v.strip()]
+    for value in values:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {value!r} is not an IP address or network") from exc
+    return values
+
+
+# Proxies whose X-Forwarded-For names the client (nginx on this machine by default); the
+# scheduler records that address as the host's, and the monitoring gate checks it.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", "127.0.0.1,::1")
+# Who may read /metrics and the detailed /health/ report: these networks, or anyone who
+# sends "Authorization: Bearer <MONITORING_TOKEN>" (when set).
+MONITORING_ALLOWED_NETWORKS = env_networks("MONITORING_ALLOWED_NETWORKS", "127.0.0.1,::1")
+MONITORING_TOKEN = env("MONITORING_TOKEN", "")
+# /health/ reports a data area (COBBLESTONE_DATA_DIR or a project's download/upload area on
+# another file system) with less free space than this as unhealthy.
+HEALTH_DISK_MIN_FREE_MB = env_int("HEALTH_DISK_MIN_FREE_MB", 1024)
+# Behind nginx with TLS: redirect plain-HTTP requests that reach Django (monitoring scrapes
+# over loopback are exempt), and the HSTS options `check --deploy` asks about.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^health/", r"^metrics$"]
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+
+LOG_FORMAT = env("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        # One JSON object per line (python-json-logger), for log shippers.
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(process)d",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Error reports: set SENTRY_DSN to send unhandled exceptions and logged errors of the web
+# processes, Celery workers and commands to Sentry (or a compatible service such as GlitchTip).
+SENTRY_DSN = env("SENTRY_DSN", "")
+if SENTRY_DSN:
+    from boincproj.sentry import sentry_init
+
+    sentry_init(
+        dsn=SENTRY_DSN,
+        environment=env("SENTRY_ENVIRONMENT", "production"),
+        traces_sample_rate=env_float("SENTRY_TRACES_SAMPLE_RATE", 0.0),
+    )

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from apps.core.api import api_not_found
 
 urlpatterns = [
+    path("", include("apps.ops.urls")),  # /health/ and /metrics, before the project pages' /<slug>/
     path("admin/", admin.site.urls),
     # A fixed version: drf-spectacular would otherwise put ?version= into a response header.
     path("api/schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),

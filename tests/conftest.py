@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +18,18 @@ def _data_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | None:
     settings = request.getfixturevalue("settings")
     settings.COBBLESTONE_DATA_DIR = tmp_path / "data"
     return settings.COBBLESTONE_DATA_DIR
+
+
+@pytest.fixture(autouse=True)
+def _static_files_without_manifest(request: pytest.FixtureRequest) -> None:
+    """Pages name their static files through collectstatic's manifest in production; tests run
+    without collectstatic, so they use the same storage without hashed names."""
+    if request.config.pluginmanager.hasplugin("django"):
+        settings = request.getfixturevalue("settings")
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+        }
 
 
 @pytest.fixture(autouse=True)
@@ -61,3 +74,30 @@ def require_service(name: str, what: str) -> str:
     if os.environ.get("CI"):
         pytest.fail(f"{message}, and CI is set")
     pytest.skip(message)
+
+
+# --- Debian's chromium through Playwright: one per session, for every suite that drives it ---
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    executable = require_service("COBBLESTONE_TEST_CHROMIUM", "Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop; Django must allow ORM calls from the test thread.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()

@@ -21,21 +21,24 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from apps.core.stack import (
+    ManagedProcess,
+    StackError,
+    free_port,
+    fresh_database,
+    http_answers,
+    running,
+    tree_cpu_seconds,
+)
 from apps.emulator.domain.model import ClientPrefs
 from apps.emulator.live import (
     LeanConfig,
@@ -117,31 +120,38 @@ def machine_description() -> str:
     )
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def run_benchmark(label: str, database_url: str, options: BenchOptions) -> BenchResult:
-    """Run the whole benchmark against a fresh database made from ``database_url``."""
+def run_benchmark(
+    label: str, database_url: str, options: BenchOptions, log: Callable[[str], object] = lambda _: None
+) -> BenchResult:
+    """Run the whole benchmark against a fresh database made from ``database_url``;
+    ``log`` gets a line as each step starts and ends."""
     with fresh_database(database_url) as url, tempfile.TemporaryDirectory(prefix="cobblestone-bench-") as tmp:
         port = free_port()
         env = server_env(url, port, Path(tmp))
+        started = time.monotonic()
+        log(f"{label}: building the schema...")
         schema = build_schema(env)
+        log(f"{label}: schema from {schema} ({time.monotonic() - started:.0f} s); creating the project...")
         authenticators = setup_project(env, jobs=options.jobs, accounts=options.hosts)
-        log = Path(tmp) / "gunicorn.log"
-        with gunicorn(env, port, workers=options.workers, threads=options.threads, log=log) as server:
-            local_pg = _is_local_postgres(url)
-            server_before, client_before = _tree_cpu(server.pid), time.process_time()
-            database_before = _postgres_cpu() if local_pg else 0.0
-            summary = run_hosts(options, f"http://127.0.0.1:{port}/{SLUG}/", authenticators)
-            server_cpu, client_cpu = (
-                _tree_cpu(server.pid) - server_before,
-                time.process_time() - client_before,
-            )
-            database_cpu = _postgres_cpu() - database_before if local_pg else None
-        tail = _log_tail(log) if not summary.ok else ""
+        log(f"{label}: {options.jobs:,} jobs, {options.hosts} accounts ({time.monotonic() - started:.0f} s)")
+        server = gunicorn(
+            env, port, workers=options.workers, threads=options.threads, log=Path(tmp) / "gunicorn.log"
+        )
+        try:
+            with running(server):
+                local_pg = _is_local_postgres(url)
+                server_before, client_before = tree_cpu_seconds(server.pid), time.process_time()
+                database_before = _postgres_cpu() if local_pg else 0.0
+                log(f"{label}: {options.hosts} {options.client} hosts for {options.seconds:.0f} s...")
+                summary = run_hosts(options, f"http://127.0.0.1:{port}/{SLUG}/", authenticators)
+                server_cpu, client_cpu = (
+                    tree_cpu_seconds(server.pid) - server_before,
+                    time.process_time() - client_before,
+                )
+                database_cpu = _postgres_cpu() - database_before if local_pg else None
+        except StackError as exc:
+            raise BenchError(str(exc)) from exc
+        tail = _log_tail(server.log_path) if not summary.ok else ""
     return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail)
 
 
@@ -185,23 +195,6 @@ def _log_tail(log: Path) -> str:
         {line for line in text.splitlines() if "Error" in line or "DETAIL" in line or "CONTEXT" in line}
     )
     return "\n".join([*errors[:40], "...", text[-1500:]])
-
-
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds used so far by a process and its live children (Linux /proc)."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    pids = [pid]
-    children = Path(f"/proc/{pid}/task/{pid}/children")
-    if children.exists():
-        pids += [int(p) for p in children.read_text().split()]
-    for p in pids:
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-    return total
 
 
 def _is_local_postgres(url: str) -> bool:
@@ -273,81 +266,25 @@ def setup_project(env: dict[str, str], *, jobs: int, accounts: int) -> tuple[str
     return tuple(json.loads(lines[-1])["authenticators"])
 
 
-@contextmanager
-def gunicorn(
-    env: dict[str, str], port: int, *, workers: int, threads: int, log: Path
-) -> Iterator[subprocess.Popen[bytes]]:
-    """gunicorn with gthread workers on 127.0.0.1:port, stopped (TERM, then KILL) on exit."""
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "boincproj.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-        "--worker-class",
-        "gthread",
-        "--keep-alive",
-        "30",
-        "--timeout",
-        "120",
-        "--log-level",
-        "warning",
-    ]
-    with log.open("w") as out:
-        proc = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            _wait_ready(f"http://127.0.0.1:{port}/{SLUG}/get_project_config.php", proc, log)
-            yield proc
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise BenchError(f"gunicorn exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.3)
-    raise BenchError(f"gunicorn did not answer {url} within {timeout:.0f} s")
-
-
-@contextmanager
-def fresh_database(database_url: str) -> Iterator[str]:
-    """An empty database: a new SQLite file, or a new PostgreSQL database (dropped after)."""
-    parts = urlsplit(database_url)
-    if parts.scheme.startswith("sqlite"):
-        directory = Path(tempfile.mkdtemp(prefix="cobblestone-bench-db-"))
-        try:
-            yield f"sqlite:///{directory / 'bench.sqlite3'}"
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-        return
-    import psycopg  # PostgreSQL only
-
-    name = f"cobblestone_bench_{os.getpid()}_{int(time.time())}"
-    admin = urlunsplit((parts.scheme.replace("postgresql", "postgres"), parts.netloc, "/postgres", "", ""))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def gunicorn(env: dict[str, str], port: int, *, workers: int, threads: int, log: Path) -> ManagedProcess:
+    """gunicorn on 127.0.0.1:port with the production configuration (deploy/gunicorn.conf.py)."""
+    server_env = {
+        **env,
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_THREADS": str(threads),
+        "GUNICORN_TIMEOUT": "120",
+    }
+    command = [sys.executable, "-m", "gunicorn", "-c", str(BASE_DIR / "deploy" / "gunicorn.conf.py")]
+    url = f"http://127.0.0.1:{port}/{SLUG}/get_project_config.php"
+    return ManagedProcess(
+        name="gunicorn",
+        command=command,
+        env=server_env,
+        cwd=BASE_DIR,
+        log_path=log,
+        ready=lambda: http_answers(url),
+    )
 
 
 def format_bench_table(results: list[BenchResult]) -> str:

@@ -110,7 +110,7 @@ def daemon_status_list(*, project: Project, now: datetime) -> list[DaemonStatus]
     return statuses
 
 
-def _result_counts(*, project: Project) -> dict[tuple[int, int], int]:
+def result_counts_by_app(*, project: Project) -> dict[tuple[int, int], int]:
     """(app id, server state) -> results, for unsent and in-progress results.
 
     One grouped query on the (project, server_state, outcome) index for every app, not a
@@ -129,7 +129,7 @@ def app_status_list(
     """Each non-deprecated app's queue and its last day's runtimes: a fixed number of
     queries however many apps there are."""
     if counts is None:
-        counts = _result_counts(project=project)
+        counts = result_counts_by_app(project=project)
     day_ago = now - timedelta(days=1)
     recent = {
         row["app_id"]: row
@@ -165,15 +165,37 @@ def app_status_list(
     return out
 
 
-def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
+@dataclass(frozen=True, slots=True)
+class WorkBacklog:
+    """What the back-end daemons have still to do for a project (BOINC's status counts)."""
+
+    workunits_waiting_transition: int
+    workunits_waiting_validation: int
+    workunits_waiting_assimilation: int
+    workunits_waiting_deletion: int
+    results_waiting_deletion: int
+    transitioner_backlog_seconds: float  # how late the most overdue transition is
+
+
+def work_backlog_get(*, project: Project, now: datetime) -> WorkBacklog:
     # Each count reads one (partial) index rather than every result or workunit of the project.
-    counts = _result_counts(project=project)
-    results_to_delete = Result.objects.filter(
-        project=project, file_delete_state=FileDeleteState.READY
-    ).count()
     wus = Workunit.objects.filter(project=project)
     oldest = wus.filter(transition_time__lt=now).aggregate(oldest=Min("transition_time"))["oldest"]
-    backlog = (now - oldest).total_seconds() / 3600 if oldest else 0.0
+    return WorkBacklog(
+        workunits_waiting_transition=wus.filter(transition_time__lte=now).count(),
+        workunits_waiting_validation=wus.filter(need_validate=True).count(),
+        workunits_waiting_assimilation=wus.filter(assimilate_state=AssimilateState.READY).count(),
+        workunits_waiting_deletion=wus.filter(file_delete_state=FileDeleteState.READY).count(),
+        results_waiting_deletion=Result.objects.filter(
+            project=project, file_delete_state=FileDeleteState.READY
+        ).count(),
+        transitioner_backlog_seconds=(now - oldest).total_seconds() if oldest else 0.0,
+    )
+
+
+def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
+    counts = result_counts_by_app(project=project)
+    backlog = work_backlog_get(project=project, now=now)
     day_ago = now - timedelta(days=1)
     accounts = Account.objects.filter(project=project).aggregate(
         credit=Count("id", filter=Q(total_credit__gt=0)),
@@ -190,11 +212,11 @@ def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
         project=project,
         results_ready_to_send=sum(n for (_, state), n in counts.items() if state == ServerState.UNSENT),
         results_in_progress=sum(n for (_, state), n in counts.items() if state == ServerState.IN_PROGRESS),
-        workunits_waiting_validation=wus.filter(need_validate=True).count(),
-        workunits_waiting_assimilation=wus.filter(assimilate_state=AssimilateState.READY).count(),
-        workunits_waiting_deletion=wus.filter(file_delete_state=FileDeleteState.READY).count(),
-        results_waiting_deletion=results_to_delete,
-        transitioner_backlog_hours=round(backlog, 2),
+        workunits_waiting_validation=backlog.workunits_waiting_validation,
+        workunits_waiting_assimilation=backlog.workunits_waiting_assimilation,
+        workunits_waiting_deletion=backlog.workunits_waiting_deletion,
+        results_waiting_deletion=backlog.results_waiting_deletion,
+        transitioner_backlog_hours=round(backlog.transitioner_backlog_seconds / 3600, 2),
         users_with_credit=accounts["credit"],
         users_with_recent_credit=accounts["recent"],
         users_last_24h=accounts["new"],

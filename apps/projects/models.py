@@ -18,7 +18,7 @@ slug_validator = RegexValidator(
 
 # Top-level paths of the portal itself: a project with one of these slugs would have its
 # master URL, scheduler and pages shadowed by the admin, the API or the static files.
-RESERVED_SLUGS = frozenset({"admin", "api", "static"})
+RESERVED_SLUGS = frozenset({"admin", "api", "static", "health", "metrics"})
 
 
 def slug_not_reserved(value: str) -> None:

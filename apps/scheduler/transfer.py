@@ -40,6 +40,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
 from apps.core.domain.signing import file_md5_hex, verify_upload_certificate
+from apps.core.metrics import upload_count
 from apps.projects.models import DaemonRun, Project
 from apps.protocol import (
     FileSizeQuery,
@@ -58,6 +59,12 @@ from apps.work.models import OutputFile
 logger = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
+# The metrics' label for each <data_server_reply> status.
+UPLOAD_STATUS_LABELS = {
+    UploadStatus.OK: "ok",
+    UploadStatus.TRANSIENT: "retry",
+    UploadStatus.PERMANENT: "refused",
+}
 XML = "text/xml; charset=utf-8"
 
 
@@ -284,11 +291,13 @@ def file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         project = Project.objects.filter(slug=slug).first()
         if project is None:
+            upload_count(project="", status=UPLOAD_STATUS_LABELS[UploadStatus.PERMANENT])
             return _upload_reply(UploadOutcome.refuse("No such project"), status=404)
         outcome = upload_handle(project=project, stream=request, now=clock.now())
     except Exception:
         logger.exception("upload %s: failed", slug)
         outcome = UploadOutcome.retry("Server error; try again later")
+    upload_count(project=project.slug if project else "", status=UPLOAD_STATUS_LABELS[outcome.status])
     if outcome.status != UploadStatus.OK and project is not None:
         logger.info("upload %s: status %s: %s", slug, outcome.status, outcome.message)
         transfer_error_record(project=project, kind="upload", message=outcome.message or "", now=clock.now())

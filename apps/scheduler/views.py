@@ -9,12 +9,15 @@ refusal it is (404 no such project, 405 not a POST, 413 too large, 400/415 an un
 from __future__ import annotations
 
 import logging
+import time
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
+from apps.core.metrics import scheduler_rpc_observe
+from apps.projects.models import Project
 from apps.protocol import ProtocolError, error_reply, parse_request, render_reply
 from apps.scheduler.services import scheduler_request_handle
 from apps.scheduler.services.catalog import project_by_slug
@@ -59,41 +62,59 @@ def read_body(request: HttpRequest, limit: int) -> bytes:
 
 @csrf_exempt
 def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
+    started = time.perf_counter()
+    response, outcome, project = _scheduler_xml(request, slug)
+    scheduler_rpc_observe(
+        project=project.slug if project else "", outcome=outcome, seconds=time.perf_counter() - started
+    )
+    return response
+
+
+def _scheduler_xml(request: HttpRequest, slug: str) -> tuple[HttpResponse, str, Project | None]:
+    """The reply, what became of the request (the metrics' outcome label) and the project."""
     if request.method != "POST":
         response = HttpResponse(
             error_reply("The scheduler takes a scheduler_request sent by POST."), status=405, content_type=XML
         )
         response["Allow"] = "POST"
-        return response
+        return response, "not_post", None
     project = project_by_slug(slug)
     if project is None:
-        return HttpResponse(error_reply("No project at this URL."), status=404, content_type=XML)
+        return (
+            HttpResponse(error_reply("No project at this URL."), status=404, content_type=XML),
+            "no_project",
+            None,
+        )
     limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
     try:
         body = read_body(request, limit)
     except BodyRefused as refused:
-        return HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
+        response = HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
+        return response, "refused", project
     try:
         req = parse_request(body, max_bytes=limit)
     except ProtocolError as exc:
         logger.warning("scheduler %s: bad request from %s: %s", slug, request.META.get("REMOTE_ADDR"), exc)
-        return HttpResponse(error_reply(f"Bad scheduler request: {exc}", request_delay=600), content_type=XML)
+        reply = error_reply(f"Bad scheduler request: {exc}", request_delay=600)
+        return HttpResponse(reply, content_type=XML), "bad_request", project
     try:
         reply = scheduler_request_handle(
             project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")
         )
     except Exception:
         logger.exception("scheduler %s: request failed", slug)
-        return HttpResponse(
-            error_reply("Server error; please try again later.", request_delay=600), content_type=XML
-        )
+        return _server_error(), "error", project
     try:
         body = render_reply(reply)
     except ProtocolError:
         # A bug (reply_build keeps stored names writable): the RPC has committed and the
         # client will not see what it was sent, so log it, and still answer in XML.
         logger.exception("scheduler %s: reply could not be written", slug)
-        return HttpResponse(
-            error_reply("Server error; please try again later.", request_delay=600), content_type=XML
-        )
-    return HttpResponse(body, content_type=XML)
+        return _server_error(), "error", project
+    return HttpResponse(body, content_type=XML), "ok", project
+
+
+def _server_error() -> HttpResponse:
+    return HttpResponse(
+        error_reply("Server error; please try again later.", request_delay=600), content_type=XML
+    )

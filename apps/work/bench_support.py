@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from django.apps import apps as django_apps
 from django.conf import settings
@@ -61,16 +60,3 @@ def run_manage(
 def last_json(output: str) -> Any:
     """The JSON object a subprocess printed on its last line."""
     return json.loads(output.strip().splitlines()[-1])
-
-
-def with_db(url: str, name: str) -> str:
-    """The database URL ``url`` with its database name replaced by ``name``."""
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-def admin_sql(server_url: str, sql: str) -> None:
-    """Run ``sql`` (CREATE/DROP DATABASE) on the server's ``postgres`` database, autocommit."""
-    import psycopg
-
-    with psycopg.connect(with_db(server_url, "postgres"), autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]

@@ -1,40 +1,13 @@
-"""Playwright on Debian's chromium, headless, against pytest-django's live server."""
+"""Playwright on Debian's chromium, headless, against pytest-django's live server (the session's
+``browser`` is in tests/conftest.py, shared with the production tests)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import require_service
-
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    executable = require_service("COBBLESTONE_TEST_CHROMIUM", "Debian's chromium")
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop; Django must allow ORM calls from the test thread.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from apps.core.db import advisory_xact_lock, use_generic_plans
 from apps.core.domain.resources import ProcType
+from apps.core.metrics import jobs_dispatched_count
 from apps.projects.models import Project
 from apps.protocol import SchedulerReply, SchedulerRequest
 from apps.scheduler.domain.policy import ResourceNeed, WorkNeed, clamp_frac, max_jobs_per_rpc
@@ -100,7 +101,9 @@ def scheduler_request_handle(
         ctx.global_prefs_out = global_prefs_exchange(ctx)
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
-    return locality_retry_after_commit(ctx, reply)
+    reply = locality_retry_after_commit(ctx, reply)
+    jobs_dispatched_count(project=project.slug, resources=(job.option.proc_type.value for job in ctx.sent))
+    return reply
 
 
 def _notice(text: str):  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -367,8 +368,11 @@ def workunits_create(
     jobs: list[JobSpec],
     now: datetime | None = None,
     create_results: bool = True,
+    progress: Callable[[int], object] | None = None,
 ) -> list[Workunit]:
-    """Create many workunits atomically: either all are created or none (and no file is left)."""
+    """Create many workunits atomically: either all are created or none (and no file is left).
+
+    ``progress`` is called with 1 after each workunit (a command's progress line)."""
     if app.project_id != project.id:
         raise WorkError(f"app {app.name!r} does not belong to project {project.slug}")
     if app.deprecated:
@@ -382,6 +386,8 @@ def workunits_create(
         with transaction.atomic():
             for job, name in zip(jobs, names, strict=True):
                 created.append(_create_one(project, app, job, name, now, create_results, copied))
+                if progress is not None:
+                    progress(1)
     except IntegrityError as exc:
         _remove(copied)
         raise WorkError(_integrity_message(project, names, exc)) from exc

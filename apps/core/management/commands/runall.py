@@ -24,9 +24,12 @@ class Command(BaseCommand):
         gunicorn = str(bin_dir / "gunicorn") if (bin_dir / "gunicorn").exists() else "gunicorn"
         celery = str(bin_dir / "celery") if (bin_dir / "celery").exists() else "celery"
         commands = {
+            # The production configuration (metrics summed over the worker processes), with
+            # this command's address and sizes.
             "web": [
                 gunicorn,
-                "boincproj.wsgi",
+                "-c",
+                str(settings.BASE_DIR / "deploy" / "gunicorn.conf.py"),
                 "--bind",
                 opts["bind"],
                 "--workers",

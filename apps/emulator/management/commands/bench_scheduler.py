@@ -137,7 +137,7 @@ class Command(BaseCommand):
                 f"{options.hosts} {options.client} hosts..."
             )
             try:
-                result = run_benchmark(label, url, options)
+                result = run_benchmark(label, url, options, log=self.stderr.write)
             except BenchError as exc:
                 raise CommandError(str(exc)) from exc
             results.append(result)

@@ -50,7 +50,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.work.bench_support import admin_sql, last_json, run_manage, schema_create, with_db
+from apps.core.stack import admin_sql, with_db
+from apps.work.bench_support import last_json, run_manage, schema_create
 
 SLUG = "bench-credit"
 APP = "credit"

@@ -24,14 +24,10 @@ handler does). ``--role`` runs one part in a subprocess; the orchestrating run s
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import random
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,6 +35,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +43,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import Resolver404, resolve
 
-from apps.work.bench_support import admin_sql, last_json, run_manage, schema_create, with_db
+from apps.core.stack import ManagedProcess, admin_sql, free_port, port_open, with_db
+from apps.work.bench_support import last_json, run_manage, schema_create
 
 BASE_DIR = Path(settings.BASE_DIR)
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -319,34 +317,6 @@ def _manage(role_args: list[str], env: dict[str, str], timeout: float = 300) -> 
     return run_manage("bench_pipeline", role_args, env, timeout=timeout)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for_port(port: int, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on port {port}")
-
-
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    """Stop a process this run started (SIGTERM: gunicorn and Celery shut down their own
-    children), then anything left in the session it was started in."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 @dataclass(frozen=True, slots=True)
 class DistributedOutcome:
     jobs: int
@@ -402,7 +372,7 @@ def run_distributed(
         "LOG_LEVEL": "WARNING",
     }
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
-    procs: list[subprocess.Popen[Any]] = []
+    procs: list[ManagedProcess] = []
     stop_file = work / "stop"
     admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
     try:
@@ -410,36 +380,38 @@ def run_distributed(
         setup = last_json(_manage(["--role", "setup", "--jobs", str(jobs), "--hosts", str(hosts)], env))
         log(f"database {db_name}: schema from {schema}; {jobs} workunits, {hosts} hosts")
         bin_dir = Path(sys.executable).parent
-        ports = [_free_port(), _free_port()]
+        ports = [free_port(), free_port()]
         for port in ports:
             procs.append(
-                subprocess.Popen(
-                    [str(bin_dir / "gunicorn"), "boincproj.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2",
-                     "--threads", "4", "--timeout", "120", "--log-level", "warning"],
-                    cwd=BASE_DIR, env=env, start_new_session=True,
+                ManagedProcess(
+                    name=f"gunicorn:{port}",
+                    command=[str(bin_dir / "gunicorn"), "boincproj.wsgi", "--bind", f"127.0.0.1:{port}", "--workers",
+                             "2", "--threads", "4", "--timeout", "120", "--log-level", "warning"],
+                    env=env, cwd=BASE_DIR, log_path=work / f"gunicorn-{port}.log", ready=partial(port_open, port),
                 )
             )  # fmt: skip
         for i in range(2):
             procs.append(
-                subprocess.Popen(
-                    [str(bin_dir / "celery"), "-A", "boincproj", "worker", "-Q", queue, "--concurrency", "2",
-                     "--hostname", f"bench{i}-{token}@%h", "--without-mingle", "--without-gossip",
-                     "--loglevel", "WARNING"],
-                    cwd=BASE_DIR, env=env, start_new_session=True,
+                ManagedProcess(
+                    name=f"worker{i}",
+                    command=[str(bin_dir / "celery"), "-A", "boincproj", "worker", "-Q", queue, "--concurrency", "2",
+                             "--hostname", f"bench{i}-{token}@%h", "--without-mingle", "--without-gossip",
+                             "--loglevel", "WARNING"],
+                    env=env, cwd=BASE_DIR, log_path=work / f"worker{i}.log",
                 )
             )  # fmt: skip
-        deadline = time.monotonic() + 60
-        for port in ports:
-            _wait_for_port(port, deadline)
+        for proc in procs:
+            proc.start()
         start = time.monotonic()
         urls = ",".join(f"http://127.0.0.1:{p}" for p in ports)
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, str(BASE_DIR / "manage.py"), "bench_pipeline", "--role", "clients", "--urls", urls,
-                 "--authenticators", ",".join(setup["authenticators"]), "--stop-file", str(stop_file)],
-                cwd=BASE_DIR, env=env, start_new_session=True,
-            )
+        clients = ManagedProcess(
+            name="clients",
+            command=[sys.executable, str(BASE_DIR / "manage.py"), "bench_pipeline", "--role", "clients", "--urls", urls,
+                     "--authenticators", ",".join(setup["authenticators"]), "--stop-file", str(stop_file)],
+            env=env, cwd=BASE_DIR, log_path=work / "clients.log",
         )  # fmt: skip
+        procs.append(clients)
+        clients.start()
         broker = Celery(broker=redis_url)
         assimilated = _drive(broker, queue, db_url, jobs, start + timeout, log)
         seconds = time.monotonic() - start
@@ -448,7 +420,7 @@ def run_distributed(
     finally:
         stop_file.touch()
         for proc in reversed(procs):
-            _stop(proc)
+            proc.stop()
         try:
             admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
         except Exception as exc:

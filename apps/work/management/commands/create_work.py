@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.applications.models import App
+from apps.core.progress import Progress
 from apps.projects.models import Project
 from apps.work.services import JobSpec, OutputSpec, WorkError, workunits_create
 from apps.work.services.sequences import SequenceSpec, sequence_create
@@ -88,7 +89,10 @@ class Command(BaseCommand):
                 if opts["stdin"]
                 else [self._job(in_t, out_t, [Path(p) for p in opts["infiles"]], defaults)]
             )
-            created = workunits_create(project=project, app=app, jobs=jobs)
+            progress = Progress("creating workunits", total=len(jobs), write=self.stderr.write)
+            created = workunits_create(project=project, app=app, jobs=jobs, progress=progress.advance)
+            if len(jobs) > 1:
+                progress.finish()
         except WorkError as exc:
             raise CommandError(str(exc)) from exc
         for wu in created[:5]:
@@ -104,7 +108,9 @@ class Command(BaseCommand):
         parser = argparse.ArgumentParser(prog="create_work --stdin line", exit_on_error=False, add_help=False)
         add_job_options(parser)
         jobs = []
+        reading = Progress("reading job lines", write=self.stderr.write)
         for lineno, line in enumerate(sys.stdin, start=1):
+            reading.advance()
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             try:
