@@ -20,7 +20,15 @@ $(STAMP): requirements.txt
 
 venv: $(STAMP)
 
-run: venv
+# Development mode for `make run` and `make test` (settings default to DEBUG off). `make run`
+# keeps a secret key generated once in var/secret_key unless SECRET_KEY(_FILE) is given.
+run test: export DEBUG ?= true
+run: export SECRET_KEY_FILE := $(if $(SECRET_KEY)$(SECRET_KEY_FILE),$(SECRET_KEY_FILE),$(CURDIR)/var/secret_key)
+
+var/secret_key:
+	@mkdir -p var && umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
+
+run: venv $(if $(SECRET_KEY),,var/secret_key)
 	@$(PY) manage.py migrate --noinput -v 0
 	@$(PY) manage.py setup_periodic_tasks
 	@$(PY) manage.py seed_demo --if-empty

@@ -61,3 +61,16 @@ def require_service(name: str, what: str) -> str:
     if os.environ.get("CI"):
         pytest.fail(f"{message}, and CI is set")
     pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(request: pytest.FixtureRequest) -> None:
+    """Each test gets an empty cache of its own: the rate limits count in the cache, and
+    counts left by one test (or by another test process sharing var/) must not block the next."""
+    if request.config.pluginmanager.hasplugin("django"):
+        request.getfixturevalue("settings").CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                "LOCATION": f"test-{request.node.nodeid}",
+            }
+        }

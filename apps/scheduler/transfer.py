@@ -8,7 +8,8 @@ header followed by raw bytes written at the client's offset into a hidden ``.NAM
 file that becomes the real file only when its size and MD5 match what the client declared.
 
 Neither endpoint ever answers with a stack trace: a missing download is a logged 404 and
-any upload failure is a ``<data_server_reply>`` (status 1 = try later, -1 = give up).
+any upload failure is a ``<data_server_reply>`` (status 1 = try later, -1 = give up); an
+unreachable database is answered by DatabaseOutageMiddleware (a 503, or status 1).
 Both count their errors per project and hour as DaemonRun rows ("download"/"upload"),
 which the admin lists under Daemon runs.
 """
@@ -52,6 +53,7 @@ from apps.protocol import (
     render_upload_reply,
 )
 from apps.protocol.filenames import partial_upload_name
+from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.work.domain.states import FileDeleteState, result_open_to_its_host
 from apps.work.models import OutputFile
 
@@ -159,6 +161,8 @@ def download(request: HttpRequest, slug: str, name: str) -> HttpResponseBase:
         return HttpResponseNotAllowed(["GET", "HEAD"])
     try:
         return _download(request, slug, name)
+    except DATABASE_UNAVAILABLE:
+        raise  # the middleware's "project is down" answer
     except Exception:
         logger.exception("download %s: %r failed", slug, name)
         return HttpResponse(b"Try again later\n", content_type="text/plain", status=503)
@@ -286,6 +290,8 @@ def file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
         if project is None:
             return _upload_reply(UploadOutcome.refuse("No such project"), status=404)
         outcome = upload_handle(project=project, stream=request, now=clock.now())
+    except DATABASE_UNAVAILABLE:
+        raise  # the middleware's transient "project is down" reply; nothing can be counted
     except Exception:
         logger.exception("upload %s: failed", slug)
         outcome = UploadOutcome.retry("Server error; try again later")

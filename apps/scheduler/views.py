@@ -4,6 +4,7 @@ The client labels the body application/x-www-form-urlencoded, so the view reads 
 body and never touches request.POST; it is exempt from CSRF. Whatever goes wrong, the
 client gets a well-formed <scheduler_reply>, never a 500; the HTTP status says what kind of
 refusal it is (404 no such project, 405 not a POST, 413 too large, 400/415 an unreadable body).
+An unreachable database is answered by DatabaseOutageMiddleware ("project is down").
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
 from apps.protocol import ProtocolError, error_reply, parse_request, render_reply
+from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.scheduler.services import scheduler_request_handle
 from apps.scheduler.services.catalog import project_by_slug
 
@@ -82,6 +84,8 @@ def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
         reply = scheduler_request_handle(
             project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")
         )
+    except DATABASE_UNAVAILABLE:
+        raise  # the middleware's "project is down" reply
     except Exception:
         logger.exception("scheduler %s: request failed", slug)
         return HttpResponse(

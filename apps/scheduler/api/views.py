@@ -19,6 +19,7 @@ from apps.core.api.schema import ERROR
 from apps.projects.models import Project
 from apps.protocol import ProtocolError, reply_to_dict, request_from_dict
 from apps.scheduler.api.parsers import SchedulerJSONParser
+from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.scheduler.services import scheduler_request_handle
 from apps.scheduler.views import BodyRefused, read_body
 
@@ -57,7 +58,9 @@ class SchedulerJsonView(APIView):
             404: OpenApiResponse(ERROR, description="No project at this URL"),
             413: OpenApiResponse(ERROR, description="Body over COBBLESTONE_MAX_REQUEST_BYTES"),
             415: OpenApiResponse(ERROR, description="Compressed body"),
-            503: OpenApiResponse(ERROR, description="The request failed; try again later"),
+            503: OpenApiResponse(
+                ERROR, description="The request failed, or the project is down; try again later"
+            ),
         },
         examples=[OpenApiExample("First request of a new host", value=EXAMPLE_REQUEST, request_only=True)],
         summary="Scheduler RPC (JSON)",
@@ -87,6 +90,8 @@ class SchedulerJsonView(APIView):
             reply = scheduler_request_handle(
                 project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")
             )
+        except DATABASE_UNAVAILABLE:
+            raise  # the middleware's "project is down" reply
         except Exception:
             logger.exception("scheduler %s (json): request failed", slug)
             return Response({"error": "Server error; please try again later."}, status=503)
