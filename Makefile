@@ -20,9 +20,9 @@ $(STAMP): requirements.txt
 
 venv: $(STAMP)
 
-# Development mode for `make run` and `make test` (settings default to DEBUG off). `make run`
+# Development mode for `make run`, `make test` and `make bench` (settings default to DEBUG off). `make run`
 # keeps a secret key generated once in var/secret_key unless SECRET_KEY(_FILE) is given.
-run test: export DEBUG ?= true
+run test bench: export DEBUG ?= true
 run: export SECRET_KEY_FILE := $(if $(SECRET_KEY)$(SECRET_KEY_FILE),$(SECRET_KEY_FILE),$(CURDIR)/var/secret_key)
 
 var/secret_key:

@@ -74,3 +74,11 @@ def _private_cache(request: pytest.FixtureRequest) -> None:
                 "LOCATION": f"test-{request.node.nodeid}",
             }
         }
+
+
+@pytest.fixture(autouse=True)
+def _no_load_shedding(request: pytest.FixtureRequest) -> None:
+    """In-process tests run many RPCs at once on a loaded machine to test other things; the
+    load-shedding tests turn it on (servers the tests start keep the settings' default)."""
+    if request.config.pluginmanager.hasplugin("django"):
+        request.getfixturevalue("settings").COBBLESTONE_SCHED_SLOTS = 0

@@ -64,6 +64,7 @@ def bench_prefs(buffer_days: float = BENCH_BUFFER_DAYS) -> ClientPrefs:
 
 BENCH_PREFS = bench_prefs()
 DEFAULT_INTERVAL_HOURS = LEAN_INTERVAL / 3600
+DEFAULT_BUSY_WAIT = 5.0
 
 
 def lean_buffer_days(interval_hours: float) -> float:
@@ -89,6 +90,9 @@ class BenchOptions:
     # that time and asks for as much again, so a longer interval means more jobs and
     # reports per RPC (real clients with day-sized buffers call every few hours).
     interval_hours: float = DEFAULT_INTERVAL_HOURS
+    # Wall seconds a lean host waits after a "server busy" reply (it stands for the reply's
+    # request_delay of minutes, which a run of seconds cannot show).
+    busy_wait: float = DEFAULT_BUSY_WAIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,7 @@ class BenchResult:
     server_cpu: float  # CPU seconds of gunicorn's processes
     database_cpu: float | None  # CPU seconds of a PostgreSQL server on this machine (None: SQLite, remote)
     server_log: str  # the end of gunicorn's log when something went wrong
+    load: tuple[float, float] = (0.0, 0.0)  # the machine's 1-minute load average before, after
 
 
 def machine_description() -> str:
@@ -133,6 +138,7 @@ def run_benchmark(label: str, database_url: str, options: BenchOptions) -> Bench
         log = Path(tmp) / "gunicorn.log"
         with gunicorn(env, port, workers=options.workers, threads=options.threads, log=log) as server:
             local_pg = _is_local_postgres(url)
+            load_before = os.getloadavg()[0]
             server_before, client_before = _tree_cpu(server.pid), time.process_time()
             database_before = _postgres_cpu() if local_pg else 0.0
             summary = run_hosts(options, f"http://127.0.0.1:{port}/{SLUG}/", authenticators)
@@ -141,8 +147,9 @@ def run_benchmark(label: str, database_url: str, options: BenchOptions) -> Bench
                 time.process_time() - client_before,
             )
             database_cpu = _postgres_cpu() - database_before if local_pg else None
+            load = (load_before, os.getloadavg()[0])
         tail = _log_tail(log) if not summary.ok else ""
-    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail)
+    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail, load)
 
 
 def run_hosts(options: BenchOptions, master_url: str, authenticators: tuple[str, ...]) -> LiveSummary:
@@ -158,6 +165,7 @@ def run_hosts(options: BenchOptions, master_url: str, authenticators: tuple[str,
                 interval=options.interval_hours * 3600,
                 prefs=bench_prefs(lean_buffer_days(options.interval_hours)),
                 uploads=options.uploads,
+                busy_wait=options.busy_wait,
             )
         )
     if options.client == "emulated":
@@ -277,7 +285,11 @@ def setup_project(env: dict[str, str], *, jobs: int, accounts: int) -> tuple[str
 def gunicorn(
     env: dict[str, str], port: int, *, workers: int, threads: int, log: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """gunicorn with gthread workers on 127.0.0.1:port, stopped (TERM, then KILL) on exit."""
+    """gunicorn with gthread workers on 127.0.0.1:port, stopped (TERM, then KILL) on exit.
+
+    The workers stamp each request with the time it was queued, which the scheduler's load
+    shedding counts (boincproj/gunicorn_worker.py).
+    """
     command = [
         sys.executable,
         "-m",
@@ -290,7 +302,7 @@ def gunicorn(
         "--threads",
         str(threads),
         "--worker-class",
-        "gthread",
+        "boincproj.gunicorn_worker.ThreadWorker",  # gthread, stamping X-Request-Start
         "--keep-alive",
         "30",
         "--timeout",
@@ -359,6 +371,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
         "hosts",
         "seconds",
         "RPCs",
+        "busy",
         "RPCs/s",
         "jobs/s",
         "jobs/RPC",
@@ -369,6 +382,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
         "database CPU ms/RPC",
         "client CPU ms/RPC",
         "errors",
+        "load before/after",
     ]
     rows = []
     for r in results:
@@ -382,6 +396,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
                 str(s.hosts),
                 f"{s.wall_seconds:.1f}",
                 str(s.rpcs),
+                str(s.busy),
                 f"{s.rpcs_per_second:.1f}",
                 f"{s.jobs_per_second:.1f}",
                 f"{s.jobs_received / max(s.rpcs, 1):.1f}",
@@ -390,6 +405,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
                 "-" if r.database_cpu is None else f"{r.database_cpu / max(s.rpcs, 1) * 1000:.1f}",
                 f"{r.client_cpu / max(s.rpcs, 1) * 1000:.1f}",
                 str(len(s.errors)),
+                f"{r.load[0]:.1f}/{r.load[1]:.1f}",
             ]
         )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

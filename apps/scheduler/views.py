@@ -4,7 +4,8 @@ The client labels the body application/x-www-form-urlencoded, so the view reads 
 body and never touches request.POST; it is exempt from CSRF. Whatever goes wrong, the
 client gets a well-formed <scheduler_reply>, never a 500; the HTTP status says what kind of
 refusal it is (404 no such project, 405 not a POST, 413 too large, 400/415 an unreadable body).
-An unreachable database is answered by DatabaseOutageMiddleware ("project is down").
+An unreachable database is answered by DatabaseOutageMiddleware ("project is down"); a
+saturated scheduler tells the client it is busy and when to come back (admission.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
 from apps.protocol import ProtocolError, error_reply, parse_request, render_reply
+from apps.scheduler.admission import busy_delay, busy_reply, scheduler_slot
 from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.scheduler.services import scheduler_request_handle
 from apps.scheduler.services.catalog import project_by_slug
@@ -67,16 +69,27 @@ def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
         )
         response["Allow"] = "POST"
         return response
+    try:
+        body = read_body(request, settings.COBBLESTONE_MAX_REQUEST_BYTES)
+    except BodyRefused as refused:
+        return HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
+    # Before any database work: a busy reply must cost next to nothing.
+    with scheduler_slot(request) as admitted:
+        if not admitted:
+            delay = busy_delay()
+            response = HttpResponse(busy_reply(delay), content_type=XML)
+            response["Retry-After"] = str(int(delay))
+            return response
+        return _answer(request, slug, body)
+
+
+def _answer(request: HttpRequest, slug: str, body: bytes) -> HttpResponse:
+    """Parse, handle and reply to one admitted scheduler request."""
     project = project_by_slug(slug)
     if project is None:
         return HttpResponse(error_reply("No project at this URL."), status=404, content_type=XML)
-    limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
     try:
-        body = read_body(request, limit)
-    except BodyRefused as refused:
-        return HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
-    try:
-        req = parse_request(body, max_bytes=limit)
+        req = parse_request(body, max_bytes=settings.COBBLESTONE_MAX_REQUEST_BYTES)
     except ProtocolError as exc:
         logger.warning("scheduler %s: bad request from %s: %s", slug, request.META.get("REMOTE_ADDR"), exc)
         return HttpResponse(error_reply(f"Bad scheduler request: {exc}", request_delay=600), content_type=XML)
@@ -92,7 +105,7 @@ def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
             error_reply("Server error; please try again later.", request_delay=600), content_type=XML
         )
     try:
-        body = render_reply(reply)
+        reply_body = render_reply(reply)
     except ProtocolError:
         # A bug (reply_build keeps stored names writable): the RPC has committed and the
         # client will not see what it was sent, so log it, and still answer in XML.
@@ -100,4 +113,4 @@ def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
         return HttpResponse(
             error_reply("Server error; please try again later.", request_delay=600), content_type=XML
         )
-    return HttpResponse(body, content_type=XML)
+    return HttpResponse(reply_body, content_type=XML)

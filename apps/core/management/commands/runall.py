@@ -103,6 +103,9 @@ class Command(BaseCommand):
                 str(opts["web_workers"]),
                 "--threads",
                 str(opts["threads"]),
+                # gthread, stamping each request with the time it was queued (load shedding).
+                "--worker-class",
+                "boincproj.gunicorn_worker.ThreadWorker",
                 "--access-logfile",
                 "-",
                 "--timeout",
