@@ -7,17 +7,12 @@ next query raises what a stopped server raises: Django's OperationalError on con
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import connection
 
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # free again once closed: nothing listens there
+from apps.emulator.bench import free_port
 
 
 @contextmanager
@@ -28,7 +23,7 @@ def database_unreachable() -> Iterator[None]:
     if connection.vendor == "sqlite":
         connection.settings_dict["NAME"] = "/nonexistent-cobblestone-dir/db.sqlite3"
     else:
-        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(_closed_port()))
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(free_port()))  # nothing listens
     try:
         yield
     finally:

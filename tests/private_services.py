@@ -20,14 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from apps.emulator.bench import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 PG_BIN = Path(os.environ.get("COBBLESTONE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _require(path: Path | str, what: str) -> None:
@@ -151,3 +148,17 @@ def private_redis(root: Path) -> Iterator[PrivateRedis]:
         yield server
     finally:
         server.stop()
+
+
+def server_env(var: Path, **settings: str) -> dict[str, str]:
+    """The environment of a server process a test starts: this checkout's settings, its own
+    var/ directory and the given settings (SQLite and the filesystem broker by default)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DATABASE_URL"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="boincproj.settings",
+        PYTHONPATH=str(ROOT),
+        COBBLESTONE_VAR_DIR=str(var),
+        COBBLESTONE_DATA_DIR=str(var / "data"),
+        **settings,
+    )
+    return env

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.private_services import free_port
+from apps.emulator.bench import free_port
 
 pytestmark = pytest.mark.slow
 

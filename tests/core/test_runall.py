@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.private_services import free_port
+from apps.emulator.bench import free_port
+from tests.private_services import server_env
 
 pytestmark = pytest.mark.slow
 
@@ -24,15 +25,7 @@ STOP_TIMEOUT = 6
 
 
 def runall_env(var: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DATABASE_URL"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="boincproj.settings",
-        PYTHONPATH=str(ROOT),
-        COBBLESTONE_VAR_DIR=str(var),
-        DEBUG="true",
-        LOG_LEVEL="WARNING",
-    )
-    return env
+    return server_env(var, DEBUG="true", LOG_LEVEL="WARNING")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ stopped the worker for good.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ import psycopg
 import pytest
 from celery import Celery
 
-from tests.private_services import PrivatePostgres, private_postgres, private_redis
+from tests.private_services import PrivatePostgres, private_postgres, private_redis, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -28,20 +27,15 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = "work.purge"  # a real daemon pass that is quick on an empty database
 
 
-def server_env(database_url: str, var: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DATABASE_URL"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="boincproj.settings",
-        PYTHONPATH=str(ROOT),
+def worker_env(database_url: str, var: Path, **extra: str) -> dict[str, str]:
+    return server_env(
+        var,
         DATABASE_URL=database_url,
-        COBBLESTONE_VAR_DIR=str(var),
-        COBBLESTONE_DATA_DIR=str(var / "data"),
         DEBUG="false",
         SECRET_KEY="worker-test-secret-key-0123456789-0123456789",
         LOG_LEVEL="INFO",
         **extra,
     )
-    return env
 
 
 def sender(env: dict[str, str]) -> Celery:
@@ -98,7 +92,7 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivatePostgr
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
             cwd=ROOT,
-            env=server_env(server.url, var),
+            env=worker_env(server.url, var),
             check=True,
             capture_output=True,
         )
@@ -143,7 +137,7 @@ def start_worker(tmp_path: Path) -> Iterator:
 
 
 def test_worker_survives_a_database_restart(postgres, start_worker, tmp_path):
-    env = server_env(postgres.url, tmp_path / "var")
+    env = worker_env(postgres.url, tmp_path / "var")
     app = sender(env)
     worker = start_worker(env)
     wait_for_state(postgres.url, send(app), "SUCCESS", worker)
@@ -157,7 +151,7 @@ def test_worker_survives_a_database_restart(postgres, start_worker, tmp_path):
 
 
 def test_worker_survives_an_expired_tick_while_the_database_is_down(postgres, start_worker, tmp_path):
-    env = server_env(postgres.url, tmp_path / "var")
+    env = worker_env(postgres.url, tmp_path / "var")
     app = sender(env)
     worker = start_worker(env)
     wait_for_state(postgres.url, send(app, expired=True), "REVOKED", worker)
@@ -181,7 +175,7 @@ def test_worker_survives_an_expired_tick_while_the_database_is_down(postgres, st
 @pytest.mark.redis
 def test_worker_survives_a_broker_restart(postgres, start_worker, tmp_path):
     with private_redis(tmp_path / "redis") as redis:
-        env = server_env(postgres.url, tmp_path / "var", CELERY_BROKER_URL=redis.url)
+        env = worker_env(postgres.url, tmp_path / "var", CELERY_BROKER_URL=redis.url)
         app = sender(env)
         worker = start_worker(env)
         wait_for_state(postgres.url, send(app), "SUCCESS", worker)
