@@ -10,9 +10,10 @@ client honours (``request_delay``), so the load falls to what the server can tak
 
 "Arriving" is when Django got the request, or earlier when a front end (nginx's
 ``proxy_set_header X-Request-Start "t=${msec}"``) stamps the time it received it: the wait
-in front of Django then counts too. For the wait to be seen at all, the web server must
-hand requests to Django rather than queue them itself: give gunicorn more threads than
-slots (``runall --threads``; the bench uses 32 per process).
+in front of Django then counts too. gunicorn queues requests for its threads, so
+``runall`` and ``bench_scheduler`` run it with ``boincproj.gunicorn_worker.ThreadWorker``,
+which stamps that header with the time each request was queued. Give gunicorn a few more
+threads than slots: the slots bound the work, the other threads answer "busy" cheaply.
 """
 
 from __future__ import annotations
