@@ -48,42 +48,43 @@ def fetch(url: str, body: bytes | None = None) -> tuple[int, bytes]:
         return error.code, error.read()
 
 
-def test_web_answers_project_down_while_postgres_is_stopped_and_recovers(postgres, tmp_path: Path):
+RPC = render_request(make_request("0" * 32))
+
+
+@pytest.fixture
+def web(postgres, tmp_path: Path) -> Iterator[tuple[PrivatePostgres, str]]:
+    """gunicorn with one thread: every request goes through the same kept connection."""
     server, env = postgres
     port = free_port()
-    base = f"http://127.0.0.1:{port}/{SLUG}"
-    rpc = render_request(make_request("0" * 32))
-    # One thread: every request below goes through the same kept connection.
     with gunicorn(env, port, workers=1, threads=1, log=tmp_path / "gunicorn.log"):
-        assert parse_reply(fetch(f"{base}/cgi", rpc)[1]).project_is_down is False
+        yield server, f"http://127.0.0.1:{port}/{SLUG}"
 
-        server.stop()
-        try:
-            status, body = fetch(f"{base}/cgi", rpc)
-            assert status == 200
-            assert parse_reply(body).project_is_down is True
-            status, body = fetch(f"{base}/")
-            assert (status, b"Down for maintenance" in body) == (503, True)
-            status, body = fetch(f"{base}/lookup_account.php?email_addr=a%40b.org")
-            assert (status, parse_account_reply(body).error_num) == (200, -183)
-        finally:
-            server.start()
 
-        status, body = fetch(f"{base}/cgi", rpc)
+def test_web_answers_project_down_while_postgres_is_stopped_and_recovers(web):
+    server, base = web
+    assert parse_reply(fetch(f"{base}/cgi", RPC)[1]).project_is_down is False
+
+    server.stop()
+    try:
+        status, body = fetch(f"{base}/cgi", RPC)
         assert status == 200
-        reply = parse_reply(body)
-        assert reply.project_is_down is False
-        assert "account key" in reply.messages[0].text
+        assert parse_reply(body).project_is_down is True
+        status, body = fetch(f"{base}/")
+        assert (status, b"Down for maintenance" in body) == (503, True)
+        status, body = fetch(f"{base}/lookup_account.php?email_addr=a%40b.org")
+        assert (status, parse_account_reply(body).error_num) == (200, -183)
+    finally:
+        server.start()
+
+    reply = parse_reply(fetch(f"{base}/cgi", RPC)[1])
+    assert reply.project_is_down is False
+    assert "account key" in reply.messages[0].text
 
 
-def test_the_first_rpc_after_a_restart_is_served_not_refused(postgres, tmp_path: Path):
-    server, env = postgres
-    port = free_port()
-    base = f"http://127.0.0.1:{port}/{SLUG}"
-    rpc = render_request(make_request("0" * 32))
-    with gunicorn(env, port, workers=1, threads=1, log=tmp_path / "gunicorn.log"):
-        assert parse_reply(fetch(f"{base}/cgi", rpc)[1]).project_is_down is False
-        server.restart()  # no request while it is down: the kept connection is dead, unnoticed
-        reply = parse_reply(fetch(f"{base}/cgi", rpc)[1])
-        assert reply.project_is_down is False
-        assert "account key" in reply.messages[0].text
+def test_the_first_rpc_after_a_restart_is_served_not_refused(web):
+    server, base = web
+    assert parse_reply(fetch(f"{base}/cgi", RPC)[1]).project_is_down is False
+    server.restart()  # no request while it is down: the kept connection is dead, unnoticed
+    reply = parse_reply(fetch(f"{base}/cgi", RPC)[1])
+    assert reply.project_is_down is False
+    assert "account key" in reply.messages[0].text
