@@ -45,7 +45,7 @@ class PrivatePostgres:
 
     def __init__(self) -> None:
         _require(PG_BIN / "initdb", "PostgreSQL")
-        self.root = Path(tempfile.mkdtemp(prefix="cobblestone-pg-"))
+        self.root = Path(tempfile.mkdtemp(prefix="cobblestone-private-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/cobblestone"
