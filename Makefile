@@ -28,7 +28,15 @@ $(STAMP): requirements.txt
 
 venv: $(STAMP)
 
-run: venv
+# Development mode for `make run`, `make test` and `make bench` (settings default to DEBUG off). `make run`
+# keeps a secret key generated once in var/secret_key unless SECRET_KEY(_FILE) is given.
+run test bench: export DEBUG ?= true
+run: export SECRET_KEY_FILE := $(if $(SECRET_KEY)$(SECRET_KEY_FILE),$(SECRET_KEY_FILE),$(CURDIR)/var/secret_key)
+
+var/secret_key:
+	@mkdir -p var && umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
+
+run: venv $(if $(SECRET_KEY),,var/secret_key)
 	@echo "[run] migrating the database"
 	@$(PY) manage.py migrate --noinput -v 0
 	@$(PY) manage.py setup_periodic_tasks

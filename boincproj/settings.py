@@ -1,14 +1,17 @@
 """Settings for Cobblestone, read from the environment only.
 
-Defaults give a development setup that runs from a checkout: SQLite and a
-filesystem Celery broker under ``var/``. Production sets ``DATABASE_URL``
-(PostgreSQL) and ``CELERY_BROKER_URL`` (Redis).
+Defaults give a setup that runs from a checkout: SQLite and a filesystem Celery
+broker under ``var/``. ``DEBUG`` is off unless set: ``make run`` and the tests turn it
+on (and ``make run`` keeps a generated ``SECRET_KEY`` in ``var/``). Production sets
+``SECRET_KEY``, ``DATABASE_URL`` (PostgreSQL), ``CELERY_BROKER_URL`` and ``CACHE_URL``
+(Redis).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -58,7 +61,7 @@ def env_float(name: str, default: float) -> float:
 
 VAR_DIR = Path(env("COBBLESTONE_VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
@@ -360,3 +363,79 @@ if SENTRY_DSN:
         environment=env("SENTRY_ENVIRONMENT", "production"),
         traces_sample_rate=env_float("SENTRY_TRACES_SAMPLE_RATE", 0.0),
     )
+
+# --- Faults and load: outages, rate limits, load shedding (docs/faults.md) -------------
+# A connection kept between requests (CONN_MAX_AGE) is checked before its first use in each
+# request or task, so a restarted PostgreSQL costs one reconnect instead of a failed request.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    # An unreachable server fails a request in seconds (an answer the client retries on),
+    # not after the operating system's TCP timeout of minutes.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
+    )
+
+# Database errors become the answers BOINC gives while a project is down (outermost, so
+# it also sees what the other middleware raise).
+MIDDLEWARE.insert(0, "apps.scheduler.middleware.DatabaseOutageMiddleware")
+# Seconds a client is asked to wait when the database is unreachable (BOINC's maintenance_delay).
+COBBLESTONE_MAINTENANCE_DELAY = env_int("COBBLESTONE_MAINTENANCE_DELAY", 3600)
+
+
+def cache_from_url(url: str) -> dict[str, object]:
+    """A CACHES entry from ``redis://``/``rediss://``, ``file:///path`` or ``locmem://``."""
+    scheme, _, rest = url.partition("://")
+    if scheme in ("redis", "rediss"):
+        # A Redis that is down fails a cache call in a second; the rate limits then let the
+        # request through rather than hold it.
+        options = {"socket_connect_timeout": 1.0, "socket_timeout": 1.0}
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url, "OPTIONS": options}
+    if scheme == "file" and rest:
+        return {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": rest}
+    if scheme == "locmem":
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": rest}
+    raise ImproperlyConfigured(
+        f"CACHE_URL must be redis://, rediss://, file:///path or locmem://, got {url!r}"
+    )
+
+
+# The rate limits' counters live here, so they must be shared by every web process: files
+# under var/ for `make run` (its gunicorn has several processes), Redis in production.
+CACHES = {"default": cache_from_url(env("CACHE_URL", f"file://{VAR_DIR / 'cache'}"))}
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A rate "N/period" (django-ratelimit's: 20/15m, 50/h, 5/s); "off" disables it."""
+    raw = env(name, default).strip()
+    if raw.lower() == "off":
+        return None
+    if not re.fullmatch(r"[0-9]+/[0-9]*[smhd]", raw):
+        raise ImproperlyConfigured(f"{name} must look like 20/15m or 50/h (or be off), got {raw!r}")
+    return raw
+
+
+# Failed log-ins (lookup_account.php and the log-in form) per client address and per email
+# address, and new accounts (create_account.php and the sign-up form) per client address.
+# A volunteer who mistypes a password a few times stays well under them.
+COBBLESTONE_RATELIMIT_LOGIN_IP = env_rate("COBBLESTONE_RATELIMIT_LOGIN_IP", "20/15m")
+COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT = env_rate("COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT", "50/h")
+COBBLESTONE_RATELIMIT_SIGNUP_IP = env_rate("COBBLESTONE_RATELIMIT_SIGNUP_IP", "20/h")
+# Behind a reverse proxy every request comes from the proxy's address: name the META key
+# that holds the client's (e.g. HTTP_X_REAL_IP, set by the proxy and stripped from clients).
+RATELIMIT_IP_META_KEY = env("RATELIMIT_IP_META_KEY", "") or None
+
+# Load shedding of the scheduler RPC, per web process: at most SLOTS RPCs run at once; one
+# that cannot start within QUEUE_SECONDS of arriving (the wait behind other RPCs, plus the
+# time its X-Request-Start header shows it waited in front of Django) is told the server
+# is busy and to come back after BUSY_DELAY seconds (the client honours request_delay).
+COBBLESTONE_SCHED_SLOTS = env_int("COBBLESTONE_SCHED_SLOTS", 2)
+COBBLESTONE_SCHED_QUEUE_SECONDS = env_float("COBBLESTONE_SCHED_QUEUE_SECONDS", 1.0)
+COBBLESTONE_BUSY_DELAY = env_int("COBBLESTONE_BUSY_DELAY", 120)
+
+# The worker never gives up on a broker that is restarting (Celery's default stops after
+# 100 attempts), and waits for one that is not up yet when it starts.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+if CELERY_RESULT_BACKEND == "django-db":
+    # The same table, written so a lost database connection cannot stop the worker.
+    CELERY_RESULT_BACKEND = "boincproj.results:DatabaseBackend"

@@ -27,7 +27,9 @@ wsgi_app = "boincproj.wsgi:application"
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000").split(",")
 workers = int(os.environ.get("GUNICORN_WORKERS", "4"))
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
-worker_class = "gthread"
+# gthread, stamping each request with the time it was queued, which the scheduler's load
+# shedding counts (boincproj/gunicorn_worker.py).
+worker_class = "boincproj.gunicorn_worker.ThreadWorker"
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120"))
 graceful_timeout = 30
 # Longer than nginx keeps an idle upstream connection (60 s), so nginx closes first.

@@ -101,3 +101,24 @@ def browser() -> Iterator[object]:
         browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(request: pytest.FixtureRequest) -> None:
+    """Each test gets an empty cache of its own: the rate limits count in the cache, and
+    counts left by one test (or by another test process sharing var/) must not block the next."""
+    if request.config.pluginmanager.hasplugin("django"):
+        request.getfixturevalue("settings").CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                "LOCATION": f"test-{request.node.nodeid}",
+            }
+        }
+
+
+@pytest.fixture(autouse=True)
+def _no_load_shedding(request: pytest.FixtureRequest) -> None:
+    """In-process tests run many RPCs at once on a loaded machine to test other things; the
+    load-shedding tests turn it on (servers the tests start keep the settings' default)."""
+    if request.config.pluginmanager.hasplugin("django"):
+        request.getfixturevalue("settings").COBBLESTONE_SCHED_SLOTS = 0

@@ -192,6 +192,9 @@ def statement_cursor() -> Iterator[CursorWrapper]:
     a test capturing them) each gets Django's own debug cursor, so every one is recorded.
     """
     conn = connections[DEFAULT_DB_ALIAS]
+    # What Django's cursor() does first: with CONN_HEALTH_CHECKS, a kept connection is
+    # checked once per request or task, so one a database restart killed is replaced.
+    conn.close_if_health_check_failed()
     raw = conn.connection
     if raw is None or conn.queries_logged:
         with conn.cursor() as cursor:

@@ -67,6 +67,7 @@ def bench_prefs(buffer_days: float = BENCH_BUFFER_DAYS) -> ClientPrefs:
 
 BENCH_PREFS = bench_prefs()
 DEFAULT_INTERVAL_HOURS = LEAN_INTERVAL / 3600
+DEFAULT_BUSY_WAIT = 5.0
 
 
 def lean_buffer_days(interval_hours: float) -> float:
@@ -92,6 +93,9 @@ class BenchOptions:
     # that time and asks for as much again, so a longer interval means more jobs and
     # reports per RPC (real clients with day-sized buffers call every few hours).
     interval_hours: float = DEFAULT_INTERVAL_HOURS
+    # Wall seconds a lean host waits after a "server busy" reply (it stands for the reply's
+    # request_delay of minutes, which a run of seconds cannot show).
+    busy_wait: float = DEFAULT_BUSY_WAIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,7 @@ class BenchResult:
     server_cpu: float  # CPU seconds of gunicorn's processes
     database_cpu: float | None  # CPU seconds of a PostgreSQL server on this machine (None: SQLite, remote)
     server_log: str  # the end of gunicorn's log when something went wrong
+    load: tuple[float, float] = (0.0, 0.0)  # the machine's 1-minute load average before, after
 
 
 def machine_description() -> str:
@@ -140,6 +145,7 @@ def run_benchmark(
         try:
             with running(server):
                 local_pg = _is_local_postgres(url)
+                load_before = os.getloadavg()[0]
                 server_before, client_before = tree_cpu_seconds(server.pid), time.process_time()
                 database_before = _postgres_cpu() if local_pg else 0.0
                 log(f"{label}: {options.hosts} {options.client} hosts for {options.seconds:.0f} s...")
@@ -149,10 +155,11 @@ def run_benchmark(
                     time.process_time() - client_before,
                 )
                 database_cpu = _postgres_cpu() - database_before if local_pg else None
+                load = (load_before, os.getloadavg()[0])
         except StackError as exc:
             raise BenchError(str(exc)) from exc
         tail = _log_tail(server.log_path) if not summary.ok else ""
-    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail)
+    return BenchResult(label, options, summary, schema, client_cpu, server_cpu, database_cpu, tail, load)
 
 
 def run_hosts(options: BenchOptions, master_url: str, authenticators: tuple[str, ...]) -> LiveSummary:
@@ -168,6 +175,7 @@ def run_hosts(options: BenchOptions, master_url: str, authenticators: tuple[str,
                 interval=options.interval_hours * 3600,
                 prefs=bench_prefs(lean_buffer_days(options.interval_hours)),
                 uploads=options.uploads,
+                busy_wait=options.busy_wait,
             )
         )
     if options.client == "emulated":
@@ -296,6 +304,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
         "hosts",
         "seconds",
         "RPCs",
+        "busy",
         "RPCs/s",
         "jobs/s",
         "jobs/RPC",
@@ -306,6 +315,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
         "database CPU ms/RPC",
         "client CPU ms/RPC",
         "errors",
+        "load before/after",
     ]
     rows = []
     for r in results:
@@ -319,6 +329,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
                 str(s.hosts),
                 f"{s.wall_seconds:.1f}",
                 str(s.rpcs),
+                str(s.busy),
                 f"{s.rpcs_per_second:.1f}",
                 f"{s.jobs_per_second:.1f}",
                 f"{s.jobs_received / max(s.rpcs, 1):.1f}",
@@ -327,6 +338,7 @@ def format_bench_table(results: list[BenchResult]) -> str:
                 "-" if r.database_cpu is None else f"{r.database_cpu / max(s.rpcs, 1) * 1000:.1f}",
                 f"{r.client_cpu / max(s.rpcs, 1) * 1000:.1f}",
                 str(len(s.errors)),
+                f"{r.load[0]:.1f}/{r.load[1]:.1f}",
             ]
         )
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

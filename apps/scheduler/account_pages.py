@@ -15,7 +15,14 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 
 from apps.projects.models import Project
 from apps.protocol import WebRpcError
-from apps.scheduler.attach import AccountRpcError, account_create, account_lookup
+from apps.scheduler.attach import (
+    AccountRpcError,
+    account_create,
+    account_lookup,
+    login_attempt,
+    too_many_attempts,
+)
+from apps.scheduler.ratelimits import signup_wait, wait_text
 from apps.volunteers.models import Account, passwd_hash
 
 SESSION_SALT = "cobblestone.account-session"
@@ -85,8 +92,10 @@ def session_login(request: HttpRequest, project: Project, account: Account) -> N
     request.session[_session_key(project)] = {"id": account.pk, "check": _session_check(account)}
 
 
-def _page(request: HttpRequest, project: Project, template: str, **context: object) -> HttpResponse:
-    return render(request, f"portal/account/{template}", {"project": project, **context})
+def _page(
+    request: HttpRequest, project: Project, template: str, *, status: int = 200, **context: object
+) -> HttpResponse:
+    return render(request, f"portal/account/{template}", {"project": project, **context}, status=status)
 
 
 def signup(request: HttpRequest, slug: str) -> HttpResponse:
@@ -103,19 +112,29 @@ def signup(request: HttpRequest, slug: str) -> HttpResponse:
         try:
             # Only a new account takes the box's answer: signing up again with the password
             # of an existing account logs in, and leaves its choice as set in the preferences.
-            account, _ = account_create(
-                project=project,
-                email_addr=data["email"],
-                passwd_hash=passwd_hash(data["password"], data["email"]),
-                user_name=data["name"].strip(),
-                stats_export_consent=data["stats_export_consent"],
-            )
+            wait = signup_wait(request)
+            if wait is not None:
+                raise too_many_attempts(wait)
+            with login_attempt(request, data["email"]):
+                account, _ = account_create(
+                    project=project,
+                    email_addr=data["email"],
+                    passwd_hash=passwd_hash(data["password"], data["email"]),
+                    user_name=data["name"].strip(),
+                    stats_export_consent=data["stats_export_consent"],
+                )
         except AccountRpcError as exc:
             form.add_error(*_signup_error(exc))
+            return _page(request, project, "signup.html", form=form, status=_form_status(exc))
         else:
             session_login(request, project, account)
             return redirect(reverse("account_home", kwargs={"slug": slug}))
     return _page(request, project, "signup.html", form=form)
+
+
+def _form_status(exc: AccountRpcError) -> int:
+    """429 for a form refused by the rate limits (the page says how long to wait), else 200."""
+    return 429 if exc.retry_after is not None else 200
 
 
 def _signup_error(exc: AccountRpcError) -> tuple[str | None, str]:
@@ -140,17 +159,26 @@ def account_home(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         email, password = form.cleaned_data["email"], form.cleaned_data["password"]
         try:
-            account = account_lookup(
-                project=project, email_addr=email, passwd_hash=passwd_hash(password, email)
-            )
+            with login_attempt(request, email):
+                account = account_lookup(
+                    project=project, email_addr=email, passwd_hash=passwd_hash(password, email)
+                )
         except AccountRpcError as exc:
-            down = exc.error_num == WebRpcError.PROJECT_DOWN
-            form.add_error(None, "The project is down; try later." if down else "Wrong email or password.")
+            form.add_error(None, _login_error(exc))
+            return _page(request, project, "login.html", form=form, status=_form_status(exc))
         else:
             assert account is not None
             session_login(request, project, account)
             return redirect(reverse("account_home", kwargs={"slug": slug}))
     return _page(request, project, "login.html", form=form)
+
+
+def _login_error(exc: AccountRpcError) -> str:
+    if exc.retry_after is not None:
+        return f"Too many failed log-ins. Try again in {wait_text(exc.retry_after)}."
+    if exc.error_num == WebRpcError.PROJECT_DOWN:
+        return "The project is down; try later."
+    return "Wrong email or password."
 
 
 def account_logout(request: HttpRequest, slug: str) -> HttpResponse:

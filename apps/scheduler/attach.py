@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -31,12 +32,18 @@ from apps.protocol import (
     render_project_config,
     xml_fragment_problem,
 )
+from apps.scheduler.ratelimits import login_failed, login_wait, signup_wait, wait_text
 from apps.volunteers.models import Account, Team, make_passwd_hash
 
 logger = logging.getLogger(__name__)
 
 XML = "text/xml; charset=utf-8"
 ERR_GENERIC = -1  # what the stock pages send for a missing or malformed argument
+# ERR_RETRY (lib/error_numbers.h): "try again later"; the Manager's attach wizard retries on it
+# and then shows the message, which says how long to wait.
+ERR_RETRY = -199
+# Answers that tell a guesser a password (or an email) was wrong: counted by the rate limits.
+LOGIN_FAILURES = frozenset({WebRpcError.NOT_FOUND, WebRpcError.BAD_PASSWD, WebRpcError.NOT_UNIQUE})
 MD5_HEX_LEN = 32
 MAX_NAME_LEN = Account._meta.get_field("name").max_length or 200
 MAX_EMAIL_LEN = Account._meta.get_field("email_addr").max_length or 254
@@ -49,10 +56,15 @@ _NON_CHARACTERS = re.compile("[\ud800-\udfff\ufffe\uffff]")
 class AccountRpcError(Exception):
     """A BOINC error number (and message) for an account RPC or page."""
 
-    def __init__(self, error_num: int, message: str | None = None) -> None:
+    def __init__(self, error_num: int, message: str | None = None, *, retry_after: int | None = None) -> None:
         super().__init__(message or str(error_num))
         self.error_num = int(error_num)
         self.message = message
+        self.retry_after = retry_after  # seconds, for a refusal by the rate limits
+
+
+def too_many_attempts(wait: int) -> AccountRpcError:
+    return AccountRpcError(ERR_RETRY, f"Too many attempts; try again in {wait_text(wait)}.", retry_after=wait)
 
 
 # --- pure checks -----------------------------------------------------------------------
@@ -246,7 +258,10 @@ def _xml(body: bytes) -> HttpResponse:
 
 
 def _error(exc: AccountRpcError) -> HttpResponse:
-    return _xml(render_error(exc.error_num, exc.message))
+    response = _xml(render_error(exc.error_num, exc.message))
+    if exc.retry_after is not None:
+        response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def _param(request: HttpRequest, name: str) -> str | None:
@@ -303,24 +318,44 @@ def get_project_config(request: HttpRequest, project: Project) -> bytes:
 
 @_web_rpc
 def lookup_account(request: HttpRequest, project: Project) -> bytes:
-    account = account_lookup(
-        project=project,
-        email_addr=_required(request, "email_addr"),
-        passwd_hash=_param(request, "passwd_hash") or None,
-    )
+    email = _required(request, "email_addr")
+    with login_attempt(request, email):
+        account = account_lookup(
+            project=project, email_addr=email, passwd_hash=_param(request, "passwd_hash") or None
+        )
     return render_account_out(None if account is None else account.authenticator)
 
 
 @_web_rpc
 def create_account(request: HttpRequest, project: Project) -> bytes:
-    account, _ = account_create(
-        project=project,
-        email_addr=_required(request, "email_addr"),
-        passwd_hash=_required(request, "passwd_hash"),
-        user_name=_present(request, "user_name"),
-        team_name=_param(request, "team_name") or "",
-    )
+    email = _required(request, "email_addr")
+    wait = signup_wait(request)
+    if wait is not None:
+        raise too_many_attempts(wait)
+    # An email that is taken answers whether the password is its own: a log-in, for the limits.
+    with login_attempt(request, email):
+        account, _ = account_create(
+            project=project,
+            email_addr=email,
+            passwd_hash=_required(request, "passwd_hash"),
+            user_name=_present(request, "user_name"),
+            team_name=_param(request, "team_name") or "",
+        )
     return render_account_out(account.authenticator)
+
+
+@contextmanager
+def login_attempt(request: HttpRequest, email: str) -> Iterator[None]:
+    """Refuse the attempt if its limits are reached; count it if it fails as a log-in."""
+    wait = login_wait(request, email)
+    if wait is not None:
+        raise too_many_attempts(wait)
+    try:
+        yield
+    except AccountRpcError as exc:
+        if exc.error_num in LOGIN_FAILURES:
+            login_failed(request, email)
+        raise
 
 
 @_web_rpc

@@ -8,7 +8,8 @@ header followed by raw bytes written at the client's offset into a hidden ``.NAM
 file that becomes the real file only when its size and MD5 match what the client declared.
 
 Neither endpoint ever answers with a stack trace: a missing download is a logged 404 and
-any upload failure is a ``<data_server_reply>`` (status 1 = try later, -1 = give up).
+any upload failure is a ``<data_server_reply>`` (status 1 = try later, -1 = give up); an
+unreachable database is answered by DatabaseOutageMiddleware (a 503, or status 1).
 Both count their errors per project and hour as DaemonRun rows ("download"/"upload"),
 which the admin lists under Daemon runs.
 """
@@ -19,6 +20,7 @@ import fcntl
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -53,6 +55,7 @@ from apps.protocol import (
     render_upload_reply,
 )
 from apps.protocol.filenames import partial_upload_name
+from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.work.domain.states import FileDeleteState, result_open_to_its_host
 from apps.work.models import OutputFile
 
@@ -166,6 +169,8 @@ def download(request: HttpRequest, slug: str, name: str) -> HttpResponseBase:
         return HttpResponseNotAllowed(["GET", "HEAD"])
     try:
         return _download(request, slug, name)
+    except DATABASE_UNAVAILABLE:
+        raise  # the middleware's "project is down" answer
     except Exception:
         logger.exception("download %s: %r failed", slug, name)
         return HttpResponse(b"Try again later\n", content_type="text/plain", status=503)
@@ -294,6 +299,8 @@ def file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
             upload_count(project="", status=UPLOAD_STATUS_LABELS[UploadStatus.PERMANENT])
             return _upload_reply(UploadOutcome.refuse("No such project"), status=404)
         outcome = upload_handle(project=project, stream=request, now=clock.now())
+    except DATABASE_UNAVAILABLE:
+        raise  # the middleware's transient "project is down" reply; nothing can be counted
     except Exception:
         logger.exception("upload %s: failed", slug)
         outcome = UploadOutcome.retry("Server error; try again later")
@@ -409,43 +416,90 @@ def upload_refusal(*, project: Project, output: OutputFile, req: UploadRequest) 
 def upload_receive(
     *, project: Project, req: UploadRequest, first: bytes, stream: Readable, now: datetime
 ) -> UploadOutcome:
-    """Write the data at the client's offset; promote the file once it is whole and intact."""
+    """Write the data at the client's offset; promote the file once it is whole and intact.
+
+    The first upload to complete wins: everything from the "already uploaded" check to the
+    rename and the database row happens under the file's upload lock, so a later upload
+    (a cloned client, or a hostile one holding the certificate) with the same bytes is
+    told they are stored, one with other bytes is refused, and the row and the file on
+    disk always agree, however many uploaders race.
+    """
     output = _output_file(project, req.name)
     if output is None:
         return UploadOutcome.refuse(f"Unknown file {req.name}")
     refusal = upload_refusal(project=project, output=output, req=req)
     if refusal:
         return UploadOutcome.refuse(refusal)
-    if output.uploaded:
-        if output.nbytes == req.nbytes and output.md5_cksum.lower() == req.md5_cksum.lower():
-            return UploadOutcome(UploadStatus.OK, "Already received")
-        return UploadOutcome.refuse(f"File {req.name} was already uploaded with other contents")
-    reason = _not_accepting(output)
-    if reason:
-        return UploadOutcome.refuse(reason)
-    partial = partial_path(project, req.name)
     project.upload_dir.mkdir(parents=True, exist_ok=True)
-    with os.fdopen(os.open(partial, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as handle:
-        try:
+    with upload_lock(lock_path(project, req.name)) as held:
+        if not held:
             # A client retrying while its previous request is still writing must not interleave.
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
             return UploadOutcome.retry(f"An upload of {req.name} is already in progress")
+        output.refresh_from_db(fields=["uploaded", "nbytes", "md5_cksum"])
+        if output.uploaded:
+            if output.nbytes == req.nbytes and output.md5_cksum.lower() == req.md5_cksum.lower():
+                return UploadOutcome(UploadStatus.OK, "Already received")
+            return UploadOutcome.refuse(f"File {req.name} was already uploaded with other contents")
+        reason = _not_accepting(output)
+        if reason:
+            return UploadOutcome.refuse(reason)
+        return _receive_locked(project=project, output=output, req=req, first=first, stream=stream, now=now)
+
+
+def _receive_locked(
+    *, project: Project, output: OutputFile, req: UploadRequest, first: bytes, stream: Readable, now: datetime
+) -> UploadOutcome:
+    """The write, check and promotion of ``upload_receive``, under the file's upload lock."""
+    partial = partial_path(project, req.name)
+    with os.fdopen(os.open(partial, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as handle:
         stored = os.fstat(handle.fileno()).st_size
         if req.offset > stored:
             return UploadOutcome.retry(f"Offset {req.offset} is past the {stored} bytes stored; ask again")
         received = req.offset + _write_at(handle, req.offset, req.nbytes - req.offset, first, stream)
-        if received < req.nbytes:
-            return UploadOutcome.retry(
-                f"Received {received} of {req.nbytes} bytes of {req.name}; resume later"
-            )
-        md5 = file_md5_hex(partial)
-        if md5 != req.md5_cksum.lower():
-            partial.unlink(missing_ok=True)
-            return UploadOutcome.retry(f"MD5 of {req.name} does not match; upload it again")
-        os.replace(partial, project.upload_dir / req.name)
+    if received < req.nbytes:
+        return UploadOutcome.retry(f"Received {received} of {req.nbytes} bytes of {req.name}; resume later")
+    md5 = file_md5_hex(partial)
+    if md5 != req.md5_cksum.lower():
+        partial.unlink(missing_ok=True)
+        return UploadOutcome.retry(f"MD5 of {req.name} does not match; upload it again")
+    os.replace(partial, project.upload_dir / req.name)
     output_file_mark_uploaded(output_id=output.pk, nbytes=received, md5_cksum=md5, now=now)
     return UploadOutcome(UploadStatus.OK)
+
+
+def lock_path(project: Project, name: str) -> Path:
+    """``.NAME.lock`` beside the partial file: the lock every upload of ``name`` takes.
+
+    Not the partial file itself: the rename that promotes it puts another inode at that
+    path, and an uploader that opened the old one would hold a lock on the stored file.
+    """
+    return project.upload_dir / (partial_upload_name(name).removesuffix(".part") + ".lock")
+
+
+@contextmanager
+def upload_lock(path: Path) -> Iterator[bool]:
+    """Hold the lock file at ``path`` (True), or yield False at once if another holds it.
+
+    The holder removes the file when it is done, so no lock files pile up; a waiter that
+    then locks the removed inode finds another (or none) at the path and counts as not
+    holding the lock.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except (BlockingIOError, FileNotFoundError):
+            held = False
+        if not held:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            path.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
 
 
 def _write_at(handle: IO[bytes], offset: int, wanted: int, first: bytes, stream: Readable) -> int:

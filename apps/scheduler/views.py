@@ -4,6 +4,8 @@ The client labels the body application/x-www-form-urlencoded, so the view reads 
 body and never touches request.POST; it is exempt from CSRF. Whatever goes wrong, the
 client gets a well-formed <scheduler_reply>, never a 500; the HTTP status says what kind of
 refusal it is (404 no such project, 405 not a POST, 413 too large, 400/415 an unreadable body).
+An unreachable database is answered by DatabaseOutageMiddleware ("project is down"); a
+saturated scheduler tells the client it is busy and when to come back (admission.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from apps.core import clock
 from apps.core.metrics import scheduler_rpc_observe
 from apps.projects.models import Project
 from apps.protocol import ProtocolError, error_reply, parse_request, render_reply
+from apps.scheduler.admission import busy_delay, busy_reply, scheduler_slot
+from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.scheduler.services import scheduler_request_handle
 from apps.scheduler.services.catalog import project_by_slug
 
@@ -78,6 +82,24 @@ def _scheduler_xml(request: HttpRequest, slug: str) -> tuple[HttpResponse, str, 
         )
         response["Allow"] = "POST"
         return response, "not_post", None
+    limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
+    try:
+        body = read_body(request, limit)
+    except BodyRefused as refused:
+        response = HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
+        return response, "refused", None
+    # Before any database work: a busy reply must cost next to nothing.
+    with scheduler_slot(request) as admitted:
+        if not admitted:
+            delay = busy_delay()
+            response = HttpResponse(busy_reply(delay), content_type=XML)
+            response["Retry-After"] = str(int(delay))
+            return response, "busy", None
+        return _answer(request, slug, body)
+
+
+def _answer(request: HttpRequest, slug: str, body: bytes) -> tuple[HttpResponse, str, Project | None]:
+    """Parse, handle and reply to one admitted scheduler request."""
     project = project_by_slug(slug)
     if project is None:
         return (
@@ -85,14 +107,8 @@ def _scheduler_xml(request: HttpRequest, slug: str) -> tuple[HttpResponse, str, 
             "no_project",
             None,
         )
-    limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
     try:
-        body = read_body(request, limit)
-    except BodyRefused as refused:
-        response = HttpResponse(error_reply(refused.message), status=refused.status, content_type=XML)
-        return response, "refused", project
-    try:
-        req = parse_request(body, max_bytes=limit)
+        req = parse_request(body, max_bytes=settings.COBBLESTONE_MAX_REQUEST_BYTES)
     except ProtocolError as exc:
         logger.warning("scheduler %s: bad request from %s: %s", slug, request.META.get("REMOTE_ADDR"), exc)
         reply = error_reply(f"Bad scheduler request: {exc}", request_delay=600)
@@ -101,17 +117,19 @@ def _scheduler_xml(request: HttpRequest, slug: str) -> tuple[HttpResponse, str, 
         reply = scheduler_request_handle(
             project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")
         )
+    except DATABASE_UNAVAILABLE:
+        raise  # the middleware's "project is down" reply
     except Exception:
         logger.exception("scheduler %s: request failed", slug)
         return _server_error(), "error", project
     try:
-        body = render_reply(reply)
+        reply_body = render_reply(reply)
     except ProtocolError:
         # A bug (reply_build keeps stored names writable): the RPC has committed and the
         # client will not see what it was sent, so log it, and still answer in XML.
         logger.exception("scheduler %s: reply could not be written", slug)
         return _server_error(), "error", project
-    return HttpResponse(body, content_type=XML), "ok", project
+    return HttpResponse(reply_body, content_type=XML), "ok", project
 
 
 def _server_error() -> HttpResponse:

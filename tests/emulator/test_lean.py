@@ -186,3 +186,21 @@ def test_finished_jobs_upload_their_outputs(project) -> None:
     for _ in range(3):
         host.step()
     assert (host.stats.uploads > 0, host.stats.errors) == (True, [])
+
+
+@pytest.mark.django_db
+def test_a_busy_reply_is_counted_apart_and_the_reports_go_again(project, settings) -> None:
+    host = _host(project, CPU_HOST)
+    host.busy_wait = 3.0
+    for _ in range(3):
+        host.step()
+    waiting = len(host.finished)
+    assert waiting > 0
+    settings.COBBLESTONE_SCHED_SLOTS = 1
+    settings.COBBLESTONE_SCHED_QUEUE_SECONDS = 0.0  # every RPC is turned away
+    host.rpc()
+    assert (host.stats.busy, host.stats.errors, host.pause) == (1, [], 3.0)
+    assert len(host.finished) == waiting  # not acknowledged: reported again next time
+    settings.COBBLESTONE_SCHED_SLOTS = 0
+    host.rpc()
+    assert (host.finished, host.pause, host.stats.results_acked) == ([], 0.0, host.stats.results_reported)

@@ -117,6 +117,8 @@ class LeanHost(WireHost):
         self.finished: list[WireJob] = []  # reported when the next RPC is made, until acknowledged
         self.request_delay = 0.0
         self.sim_time = 0.0
+        self.busy_wait = 0.0  # wall seconds to wait after a "busy" reply (see LeanConfig)
+        self.pause = 0.0  # the wait the last reply asks for, in wall seconds
 
     def step(self) -> None:
         """One RPC, then the simulated time until the next (longer if the server asked)."""
@@ -155,7 +157,9 @@ class LeanHost(WireHost):
         except RpcFailed as exc:
             self.stats.errors.append(str(exc))
             return None
+        busy_before = self.stats.busy
         acked = check_reply(self.stats, reply, reports)
+        self.pause = self.busy_wait if self.stats.busy > busy_before else 0.0
         # The others are reported again next time, as BOINC does.
         self.finished = [job for job in self.finished if job.result_name not in acked]
         self.request_delay = reply.request_delay or 0.0
@@ -190,6 +194,10 @@ class LeanConfig:
     uploads: bool = False
     timeout: float = 60.0
     seed: int = 1
+    # Wall seconds a host waits after a "busy" reply. Free-running hosts otherwise call again
+    # at once; a real client waits the reply's request_delay (minutes), which a run of
+    # seconds cannot show, so this stands for it.
+    busy_wait: float = 0.0
 
 
 def make_lean_hosts(
@@ -218,6 +226,8 @@ def run_lean(config: LeanConfig) -> LiveSummary:
     gate = UploadGate(config.uploads)
     stop = threading.Event()
     hosts = make_lean_hosts(config, gate, lambda: HttpSession(timeout=config.timeout))
+    for host in hosts:
+        host.busy_wait = config.busy_wait
     wall = run_threads([functools.partial(_drive, host, stop) for host in hosts], stop, config.max_seconds)
     for host in hosts:
         host.session.close()
@@ -236,4 +246,5 @@ def step_safely(host: LeanHost) -> bool:
 
 def _drive(host: LeanHost, stop: threading.Event) -> None:
     while not stop.is_set() and step_safely(host):
-        pass
+        if host.pause:
+            stop.wait(host.pause)

@@ -38,6 +38,7 @@ from apps.protocol import (
     parse_reply,
     render_request,
 )
+from apps.scheduler.admission import BUSY_MESSAGE
 
 PLATFORM = "x86_64-pc-linux-gnu"
 RESULT_FILES_UPLOADED = 5  # BOINC's result state for a finished, uploaded task
@@ -99,6 +100,7 @@ class HostStats:
     uploads: int = 0
     errors: list[str] = field(default_factory=list)
     received: list[str] = field(default_factory=list)  # result names, to find double dispatch
+    busy: int = 0  # replies that said the server is busy (load shedding)
 
 
 @dataclass(slots=True)
@@ -265,8 +267,12 @@ def check_reply(stats: HostStats, reply: SchedulerReply, reports: Sequence[WireJ
     """Count the acknowledged reports and note what is wrong; return the acknowledged names.
 
     A report the server did not acknowledge, a project that says it is down and a message
-    about a bad request or a server error are errors of the run.
+    about a bad request or a server error are errors of the run. A "server is busy" reply
+    (load shedding) is counted apart: it handled nothing, so the reports go again later.
     """
+    if is_busy(reply):
+        stats.busy += 1
+        return frozenset()
     acked = frozenset(reply.result_acks)
     stats.results_reported += len(reports)
     stats.results_acked += sum(1 for job in reports if job.result_name in acked)
@@ -280,6 +286,11 @@ def check_reply(stats: HostStats, reply: SchedulerReply, reports: Sequence[WireJ
         if "authenticator" in text or "server error" in text or "bad scheduler request" in text:
             stats.errors.append(f"server message: {message.text}")
     return acked
+
+
+def is_busy(reply: SchedulerReply) -> bool:
+    """Whether the scheduler turned the RPC away because it was saturated."""
+    return any(message.text == BUSY_MESSAGE for message in reply.messages)
 
 
 def reply_jobs(reply: SchedulerReply, errors: list[str]) -> list[ReplyJob]:

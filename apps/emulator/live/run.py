@@ -66,6 +66,7 @@ class LiveSummary:
     upload_note: str
     errors: tuple[str, ...]
     latencies: tuple[float, ...] = field(repr=False)
+    busy: int = 0  # replies that said the server is busy
 
     @property
     def ok(self) -> bool:
@@ -232,6 +233,7 @@ def summarize(hosts: Sequence[SummarizedHost], wall: float, gate: UploadGate) ->
         upload_note=gate.reason,
         errors=tuple(e for s in stats for e in s.errors) + tuple(twice),
         latencies=tuple(x for s in stats for x in s.latencies),
+        busy=sum(s.busy for s in stats),
     )
 
 
@@ -255,6 +257,7 @@ def format_summary(summary: LiveSummary, *, title: str = "") -> str:
             "latency p50 / p90 / p99 (ms)",
             " / ".join(f"{summary.latency(p) * 1000:.1f}" for p in (50, 90, 99)),
         ),
+        ("'server busy' replies", f"{summary.busy}"),
         ("errors", f"{len(summary.errors)}"),
     ]
     width = max(len(k) for k, _ in rows)

@@ -18,7 +18,9 @@ from apps.core import clock
 from apps.core.api.schema import ERROR
 from apps.projects.models import Project
 from apps.protocol import ProtocolError, reply_to_dict, request_from_dict
+from apps.scheduler.admission import BUSY_MESSAGE, busy_delay, scheduler_slot
 from apps.scheduler.api.parsers import SchedulerJSONParser
+from apps.scheduler.middleware import DATABASE_UNAVAILABLE
 from apps.scheduler.services import scheduler_request_handle
 from apps.scheduler.views import BodyRefused, read_body
 
@@ -57,22 +59,34 @@ class SchedulerJsonView(APIView):
             404: OpenApiResponse(ERROR, description="No project at this URL"),
             413: OpenApiResponse(ERROR, description="Body over COBBLESTONE_MAX_REQUEST_BYTES"),
             415: OpenApiResponse(ERROR, description="Compressed body"),
-            503: OpenApiResponse(ERROR, description="The request failed; try again later"),
+            503: OpenApiResponse(
+                ERROR,
+                description="The request failed, the project is down or the server is busy: "
+                "try again after Retry-After seconds",
+            ),
         },
         examples=[OpenApiExample("First request of a new host", value=EXAMPLE_REQUEST, request_only=True)],
         summary="Scheduler RPC (JSON)",
     )
     def post(self, request: Request, slug: str) -> Response:
-        project = Project.objects.filter(slug=slug).first()
-        if project is None:
-            return Response({"error": "No project at this URL."}, status=404)
-        limit = settings.COBBLESTONE_MAX_REQUEST_BYTES
         # Read as the XML face reads, not through request.data: Django's own size check
         # there answers with an HTML page, and at another limit.
         try:
-            body = read_body(request._request, limit)
+            body = read_body(request._request, settings.COBBLESTONE_MAX_REQUEST_BYTES)
         except BodyRefused as refused:
             return Response({"error": refused.message}, status=refused.status)
+        with scheduler_slot(request._request) as admitted:
+            if not admitted:
+                delay = busy_delay()
+                busy = {"error": BUSY_MESSAGE, "request_delay": delay}
+                return Response(busy, status=503, headers={"Retry-After": str(int(delay))})
+            return self._answer(request, slug, body)
+
+    def _answer(self, request: Request, slug: str, body: bytes) -> Response:
+        """Parse, handle and reply to one admitted request."""
+        project = Project.objects.filter(slug=slug).first()
+        if project is None:
+            return Response({"error": "No project at this URL."}, status=404)
         try:
             data = SchedulerJSONParser().parse(io.BytesIO(body))
         except ParseError as exc:
@@ -87,6 +101,8 @@ class SchedulerJsonView(APIView):
             reply = scheduler_request_handle(
                 project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")
             )
+        except DATABASE_UNAVAILABLE:
+            raise  # the middleware's "project is down" reply
         except Exception:
             logger.exception("scheduler %s (json): request failed", slug)
             return Response({"error": "Server error; please try again later."}, status=503)

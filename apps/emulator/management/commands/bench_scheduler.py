@@ -2,7 +2,7 @@
 
     python manage.py bench_scheduler [--hosts 40] [--seconds 30] [--workers 3] [--threads 4]
         [--database sqlite|postgres|both] [--database-url postgres://...] [--uploads]
-        [--client lean|emulated [--policy rec|v6-gpu|v4|mixed]] [--interval-hours 0.5]
+        [--client lean|emulated [--policy rec|v6-gpu|v4|mixed]] [--interval-hours 0.5] [--busy-wait 5]
         [--profile [--rpcs 400]]
 
 Each database gets a fresh database, migrated in a subprocess, a benchmark project and
@@ -25,6 +25,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.emulator.bench import (
     CLIENTS,
+    DEFAULT_BUSY_WAIT,
     DEFAULT_INTERVAL_HOURS,
     BenchError,
     BenchOptions,
@@ -60,6 +61,12 @@ class Command(BaseCommand):
             help="simulated hours between a lean host's RPCs (longer: more jobs and reports per RPC)",
         )
         parser.add_argument("--uploads", action="store_true", help="also upload every output file")
+        parser.add_argument(
+            "--busy-wait",
+            type=float,
+            default=DEFAULT_BUSY_WAIT,
+            help="wall seconds a lean host waits after a 'server busy' reply (its request_delay, scaled)",
+        )
         parser.add_argument("--database", default="both", choices=["sqlite", "postgres", "both"])
         parser.add_argument(
             "--database-url", default="", help="PostgreSQL server URL (a database is made there)"
@@ -100,6 +107,7 @@ class Command(BaseCommand):
             policy=opts["policy"],
             client=opts["client"],
             interval_hours=opts["interval_hours"],
+            busy_wait=opts["busy_wait"],
         )
         if options.interval_hours <= 0:
             raise CommandError("--interval-hours must be positive")

@@ -1,0 +1,183 @@
+"""``manage.py runall`` (what ``make run`` serves): a child that dies is restarted, and
+Ctrl-C or SIGTERM leaves no process behind, not even a gunicorn worker holding the port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from apps.emulator.bench import free_port
+from tests.private_services import server_env
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+STOP_TIMEOUT = 6
+
+
+def runall_env(var: Path) -> dict[str, str]:
+    return server_env(var, DEBUG="true", LOG_LEVEL="WARNING")
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A var/ directory with a migrated SQLite database and the beat schedule (as `make run`)."""
+    var = tmp_path_factory.mktemp("var")
+    for command in (["migrate", "--noinput", "-v", "0"], ["setup_periodic_tasks"]):
+        subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=runall_env(var),
+            check=True,
+            capture_output=True,
+        )
+    return var
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def descendants(pid: int) -> list[int]:
+    found = []
+    for child in children(pid):
+        found += [child, *descendants(child)]
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def child_named(runall: subprocess.Popen, word: str) -> int | None:
+    return next((p for p in children(runall.pid) if word in command_line(p)), None)
+
+
+def wait_until(condition: Callable[[], object], seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.fixture
+def runall(migrated: Path, tmp_path: Path) -> Iterator[Callable[[], tuple[subprocess.Popen, int]]]:
+    """Start runall in a session of its own, as a terminal runs `make run`; kill what is left."""
+    started: list[subprocess.Popen] = []
+    seen: set[int] = set()
+
+    def start() -> tuple[subprocess.Popen, int]:
+        port = free_port()
+        command = [sys.executable, "manage.py", "runall", "--bind", f"127.0.0.1:{port}"]
+        command += ["--web-workers", "2", "--concurrency", "1", "--stop-timeout", str(STOP_TIMEOUT)]
+        log = (tmp_path / f"runall{len(started)}.log").open("wb")
+        proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=runall_env(migrated),
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(proc)
+        wait_until(lambda: answers(port) or proc.poll() is not None)
+        assert proc.poll() is None, (tmp_path / f"runall{len(started) - 1}.log").read_text()
+        seen.update(descendants(proc.pid))
+        return proc, port
+
+    yield start
+    for proc in started:
+        seen.update(descendants(proc.pid))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    for pid in seen:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_dead_worker_is_started_again_and_the_portal_stays_up(runall):
+    proc, port = runall()
+    wait_until(lambda: child_named(proc, "boincproj worker") is not None)
+    worker = child_named(proc, "boincproj worker")
+    assert worker is not None
+    os.kill(worker, signal.SIGKILL)
+
+    wait_until(lambda: child_named(proc, "boincproj worker") not in (None, worker))
+    assert proc.poll() is None
+    assert answers(port)
+
+
+def test_a_dead_web_server_is_started_again_on_its_port(runall):
+    proc, port = runall()
+    master = child_named(proc, "gunicorn")
+    assert master is not None
+    os.kill(master, signal.SIGKILL)  # its workers are left holding the port
+
+    wait_until(lambda: child_named(proc, "gunicorn") not in (None, master) and answers(port))
+    assert proc.poll() is None
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_stopping_leaves_no_process_behind_even_a_hung_web_worker(runall, how):
+    proc, port = runall()
+    wait_until(
+        lambda: (
+            child_named(proc, "boincproj worker") is not None
+            and child_named(proc, "boincproj beat") is not None
+        )
+    )
+    everything = descendants(proc.pid)
+    master = child_named(proc, "gunicorn")
+    assert master is not None
+    hung = children(master)[0]
+    os.kill(hung, signal.SIGSTOP)  # a worker that never answers its master (deadlocked)
+
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends to the foreground group
+    else:
+        proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=STOP_TIMEOUT + 30)
+
+    wait_until(lambda: not any(alive(p) for p in everything), seconds=10)
+    assert port_free(port)
