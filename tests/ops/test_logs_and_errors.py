@@ -42,7 +42,12 @@ def test_json_logs_are_one_object_per_line(tmp_path):
 
 
 def test_an_unknown_log_format_is_refused_at_start(tmp_path):
-    env = {"PATH": os.environ["PATH"], "COBBLESTONE_VAR_DIR": str(tmp_path), "DEBUG": "true", "LOG_FORMAT": "xml"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "COBBLESTONE_VAR_DIR": str(tmp_path),
+        "DEBUG": "true",
+        "LOG_FORMAT": "xml",
+    }
     done = subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=BASE_DIR,
