@@ -279,7 +279,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Celery -------------------------------------------------------------------
 # Default broker: kombu's filesystem transport under var/ (no server, no extra
-# dependency, no lock contention with the SQLite database). See README.
+# dependency, no lock contention with the SQLite database). See docs/architecture.md.
 _broker_dir = VAR_DIR / "broker"
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -1,7 +1,7 @@
 """Seed 000's Examples 1-3 as acceptance tests, judged against each client policy.
 
 The seed states its targets for its own policy, ``v6-gpu``, which meets all three with the
-readings documented in apps/emulator/domain/policies/v6_gpu.py. Measured (README table):
+readings documented in apps/emulator/domain/policies/v6_gpu.py. Measured (docs/emulator.md's table):
 
 - Example 1: v6-gpu and rec give B the whole CPU and A 75% of the GPU, so A and B get equal
   processing; v4 knows nothing of GPUs and leaves the GPU idle, so A gets nothing. Read

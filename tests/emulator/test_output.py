@@ -63,6 +63,6 @@ def test_benchmark_divides_best_run_by_days() -> None:
 
 @pytest.mark.parametrize("policy", ["v4", "v6-gpu", "rec"])
 def test_the_benchmark_runs_a_simulated_day_of_each_policy(policy: str) -> None:
-    # How fast is for the `emulate` command's figures (README); a timed assertion here
+    # How fast is for the `emulate` command's figures (docs/benchmarks.md); a timed assertion here
     # failed on a loaded machine.
     assert benchmark_seconds_per_day(policy=policy, repeat=1) > 0.0

@@ -155,7 +155,7 @@ class Command(BaseCommand):
 
 
 def add_sequence_options(parser: argparse.ArgumentParser) -> None:
-    """Seed 001's work sequences (see the README, "Work sequences")."""
+    """Seed 001's work sequences (see docs/sequences.md)."""
     group = parser.add_argument_group("work sequences (seed 001)")
     group.add_argument("--sequence", metavar="NAME", help="create a work sequence of this name")
     group.add_argument(
