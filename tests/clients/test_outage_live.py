@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.emulator.bench import SLUG, free_port, gunicorn
+from apps.core.stack import free_port, running
+from apps.emulator.bench import SLUG, gunicorn
 from apps.protocol import parse_account_reply, parse_reply, render_request
 from tests.private_services import ROOT, PrivatePostgres, private_postgres, server_env
 from tests.scheduler.conftest import make_request
@@ -56,7 +57,7 @@ def web(postgres, tmp_path: Path) -> Iterator[tuple[PrivatePostgres, str]]:
     """gunicorn with one thread: every request goes through the same kept connection."""
     server, env = postgres
     port = free_port()
-    with gunicorn(env, port, workers=1, threads=1, log=tmp_path / "gunicorn.log"):
+    with running(gunicorn(env, port, workers=1, threads=1, log=tmp_path / "gunicorn.log")):
         yield server, f"http://127.0.0.1:{port}/{SLUG}"
 
 

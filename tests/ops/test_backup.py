@@ -35,6 +35,7 @@ def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.Co
 def server_env(root: Path) -> dict[str, str]:
     return {
         "PATH": os.environ["PATH"],
+        "DEBUG": "true",
         "DATABASE_URL": f"sqlite:///{root / 'db.sqlite3'}",
         "COBBLESTONE_DATA_DIR": str(root / "data"),
         "COBBLESTONE_VAR_DIR": str(root / "var"),

@@ -40,7 +40,8 @@ from apps.boinc_import.bench_schema import TABLES, create_table_sql
 from apps.boinc_import.domain import hier_dir
 from apps.boinc_import.services.source import parse_source_url
 from apps.core.domain.signing import generate_key_pair, sign_md5_hex
-from apps.work.bench_support import admin_sql, last_json, run_manage, schema_create, with_db
+from apps.core.stack import admin_sql, with_db
+from apps.work.bench_support import last_json, run_manage, schema_create
 
 SLUG = "bench-import"
 PLATFORM = "x86_64-pc-linux-gnu"
