@@ -1,10 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.core.api import api_not_found
 
 urlpatterns = [
+    # Admin links to work sequences under the work app (bookmarks, old messages) still lead to them.
+    re_path(
+        r"^admin/work/worksequence/(?P<rest>.*)$",
+        RedirectView.as_view(url="/admin/sequences/worksequence/%(rest)s", permanent=True, query_string=True),
+    ),
     path("admin/", admin.site.urls),
     # A fixed version: drf-spectacular would otherwise put ?version= into a response header.
     path("api/schema/", SpectacularAPIView.as_view(api_version="v1"), name="schema"),

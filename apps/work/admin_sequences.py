@@ -20,8 +20,9 @@ from django.utils.timesince import timesince
 
 from apps.applications.admin_fields import app_choices
 from apps.core import clock
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import SequenceState
-from apps.work.models import WorkSequence, Workunit
+from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, sequences
 from apps.work.services.sequence_hooks import EXTEND_BY
 from apps.work.services.sequences import SequenceSpec, sequence_create
@@ -104,7 +105,7 @@ def sequence_create_view(request: HttpRequest, model_admin: admin.ModelAdmin) ->
                 )
                 # A login that may add but not see sequences goes to the index, as on Django's add pages.
                 if model_admin.has_view_or_change_permission(request, seq):
-                    return HttpResponseRedirect(reverse("admin:work_worksequence_change", args=[seq.pk]))
+                    return HttpResponseRedirect(reverse("admin:sequences_worksequence_change", args=[seq.pk]))
                 return HttpResponseRedirect(reverse("admin:index"))
     context = {
         **model_admin.admin_site.each_context(request),
@@ -112,7 +113,7 @@ def sequence_create_view(request: HttpRequest, model_admin: admin.ModelAdmin) ->
         "form": form,
         "opts": WorkSequence._meta,
     }
-    return TemplateResponse(request, "admin/work/worksequence/create_sequence.html", context)
+    return TemplateResponse(request, "admin/sequences/worksequence/create_sequence.html", context)
 
 
 # A sequence may have thousands of steps; its page shows this many, the Workunits list all.
@@ -227,7 +228,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         return sequence_create_view(request, self)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
-        # A help text under the title (templates/admin/work/worksequence/change_list.html): as
+        # A help text under the title (templates/admin/sequences/worksequence/change_list.html): as
         # the page's subtitle it filled the window title and ran under the Add button.
         return super().changelist_view(
             request, {"sequence_note": SEQUENCE_STARVATION_NOTE, **(extra_context or {})}
@@ -286,7 +287,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
                 "running": running,
                 "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             }
-            return TemplateResponse(request, "admin/work/worksequence/end_confirmation.html", context)
+            return TemplateResponse(request, "admin/sequences/worksequence/end_confirmation.html", context)
         n = sequences.sequence_end_many(sequence_ids=ids)
         self.message_user(
             request,

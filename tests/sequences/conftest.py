@@ -12,8 +12,9 @@ from django.core.management import call_command
 
 from apps.protocol import SchedulerReply
 from apps.scheduler.services import scheduler_request_handle
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import EXIT_ABORTED_BY_PROJECT, ClientState
-from apps.work.models import OutputFile, Result, WorkSequence
+from apps.work.models import OutputFile, Result
 from apps.work.services import JobSpec, OutputSpec
 from tests.scheduler.conftest import (  # noqa: F401  (fixtures)
     account,

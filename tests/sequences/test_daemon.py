@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import ErrorMask, Outcome, SequenceState, ServerState
-from apps.work.models import InputFile, Result, WorkSequence, Workunit
+from apps.work.models import InputFile, Result, Workunit
 from apps.work.services.sequences import (
     SequenceSpec,
     sequence_create,

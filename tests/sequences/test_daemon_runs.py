@@ -11,9 +11,9 @@ import time_machine
 from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.projects.models import DaemonRun
 from apps.projects.services import project_create
+from apps.sequences.models import WorkSequence
 from apps.volunteers.models import Account, make_passwd_hash
 from apps.work.domain.states import SequenceState
-from apps.work.models import WorkSequence
 from apps.work.services import sequence_deadlines as deadlines_module
 from apps.work.services.daemons import daemon_run
 from apps.work.services.sequences import SequenceSpec, sequence_create

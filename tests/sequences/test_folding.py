@@ -7,8 +7,9 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import ErrorMask, Outcome, SequenceState, ServerState
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 from apps.work.services.sequences import SequenceSpec, sequence_create, sequence_end_many
 from tests.sequences.conftest import DAY, daemons, step_job
 

@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import SequenceState, ServerState, ValidateState
-from apps.work.models import Result, WorkSequence
+from apps.work.models import Result
 from apps.work.services.sequences import (
     SequenceSpec,
     sequence_create,

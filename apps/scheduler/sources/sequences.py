@@ -45,6 +45,7 @@ from apps.scheduler.services.dispatch import (
     unsendable_log,
 )
 from apps.scheduler.services.versions import HostVersions
+from apps.sequences.models import WorkSequence
 from apps.work.domain.sequences import (
     SequenceSnapshot,
     has_failed_step,
@@ -54,7 +55,7 @@ from apps.work.domain.sequences import (
     results_to_send,
 )
 from apps.work.domain.states import Outcome, SequenceState, ServerState
-from apps.work.models import OutputFile, Result, WorkSequence, Workunit
+from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services.sequence_replica_check import sibling_host_ids
 from apps.work.services.sequence_rows import Chain, chain_load, head_get, head_save, heads_locked
 from apps.work.services.sequence_steps import default_delay_bound

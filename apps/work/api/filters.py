@@ -1,6 +1,7 @@
 import django_filters
 
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.sequences.models import WorkSequence
+from apps.work.models import Result, Workunit
 
 
 class WorkunitFilterSet(django_filters.FilterSet):

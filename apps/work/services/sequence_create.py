@@ -19,9 +19,9 @@ from django.db import IntegrityError, transaction
 from apps.applications.models import App
 from apps.core import clock
 from apps.projects.models import Project
+from apps.sequences.models import WorkSequence
 from apps.work.domain.sequences import SequenceSnapshot, extend_plan
 from apps.work.domain.states import SequenceState
-from apps.work.models import WorkSequence
 from apps.work.services.create import MAX_REPLICAS, InputSpec, JobSpec, WorkError, input_file_stage
 from apps.work.services.sequence_replica_check import group_ids
 from apps.work.services.sequence_rows import Chain, chain_load, head_get

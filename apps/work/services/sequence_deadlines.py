@@ -31,8 +31,9 @@ from django.db.models import Exists, OuterRef
 
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import SequenceState
-from apps.work.models import Result, WorkSequence
+from apps.work.models import Result
 from apps.work.services.sequence_moves import WAITING, failed_results_query
 from apps.work.services.sequence_progress import sequence_refresh
 from apps.work.services.sequence_rows import LIVE_STATES

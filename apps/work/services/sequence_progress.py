@@ -25,9 +25,10 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from apps.core import clock
+from apps.sequences.models import WorkSequence
 from apps.work.domain.sequences import missed_deadline_plan, refresh_head, relocation_plan
 from apps.work.domain.states import SequenceState, ServerState
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 from apps.work.services.sequence_create import chain_extend
 from apps.work.services.sequence_hooks import SequenceProgress, hook_decide
 from apps.work.services.sequence_moves import (

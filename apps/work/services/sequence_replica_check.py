@@ -35,6 +35,7 @@ from datetime import datetime
 from django.db.models import Q
 
 from apps.applications.models import App
+from apps.sequences.models import WorkSequence
 from apps.work.domain.sequences import (
     Checkpoint,
     ReplicaCheckpoint,
@@ -45,7 +46,7 @@ from apps.work.domain.sequences import (
 )
 from apps.work.domain.states import SequenceState, ValidateState
 from apps.work.domain.validation import bitwise_equal, tolerant_numeric_equal
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 from apps.work.services.sequence_moves import chain_fail, grace_now, relocation_apply
 from apps.work.services.sequence_rows import Chain, head_save
 from apps.work.services.sequence_steps import state_files, uploaded_path

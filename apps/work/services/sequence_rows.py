@@ -22,9 +22,10 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from apps.core import clock
+from apps.sequences.models import WorkSequence
 from apps.work.domain.sequences import SequenceSnapshot, SequenceStep
 from apps.work.domain.states import Outcome, SequenceState, ServerState, ValidateState
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 from apps.work.services.sequence_steps import checkpoint_release, checkpoint_stage, first_inputs_release
 
 LIVE_STATES = (SequenceState.UNASSIGNED, SequenceState.ASSIGNED)

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from apps.projects.models import Project
+from apps.sequences.models import WorkSequence
 from apps.work.domain.sequences import (
     MIN_AHEAD,
     OutputFileKind,
@@ -31,7 +32,7 @@ from apps.work.domain.sequences import (
 )
 from apps.work.domain.states import FileDeleteState, ServerState
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
-from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit, WorkunitFileRef
+from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.services.create import (
     INT32_MAX,
     MAX_REPLICAS,

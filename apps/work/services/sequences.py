@@ -23,7 +23,7 @@ from datetime import datetime
 from apps.applications.domain.job_bounds import MAX_DELAY_BOUND, delay_bound_problem
 from apps.applications.models import App
 from apps.projects.models import Project
-from apps.work.models import WorkSequence
+from apps.sequences.models import WorkSequence
 from apps.work.services.create import WorkError
 from apps.work.services.sequence_create import SequenceSpec, sequence_extend
 from apps.work.services.sequence_create import sequence_create as sequence_rows_create
