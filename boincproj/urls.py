@@ -17,7 +17,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("apps.scheduler.api.urls")),
     path("api/v1/", include("apps.work.api.urls")),
-    path("api/v1/", include("apps.work.api.sequence_urls")),
+    path("api/v1/", include("apps.sequences.api.urls")),
     path("api/v1/", include("apps.portal.api.urls")),
     path("api/v1/", include("apps.credit.api.urls")),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),  # JSON, not the project pages' HTML 404

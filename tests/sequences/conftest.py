@@ -141,7 +141,7 @@ def daemons(now: datetime, slug: str) -> str:
 
 def validate(result_name: str, now: datetime) -> None:
     """The back end's validator on the step's workunit, then the call it makes for sequences."""
-    from apps.work.services.sequences import sequence_on_result_validated
+    from apps.sequences.services import sequence_on_result_validated
     from apps.work.services.validator import workunit_validate
 
     wu_id = Result.objects.values_list("workunit_id", flat=True).get(name=result_name)

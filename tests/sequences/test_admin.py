@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import SequenceState
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.scheduler.conftest import rpc
 from tests.sequences.conftest import DAY, make_request, step_job
 

@@ -9,11 +9,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import SequenceState, ServerState
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
 from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services import InputSpec, WorkError
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.sequences.conftest import DAY, step_job
 
 pytestmark = pytest.mark.django_db

@@ -11,9 +11,9 @@ from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.protocol import OtherResult
 from apps.scheduler.services import scheduler_request_handle
 from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import Outcome, SequenceState, ServerState
 from apps.work.models import Result
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.scheduler.conftest import PLATFORM, make_jobs
 from tests.sequences.conftest import DAY, STEP_FPOPS, step_job
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from apps.work.domain.sequences import (
+from apps.sequences.domain.rules import (
     RelocationPlan,
     SequenceSnapshot,
     SequenceStep,

@@ -14,10 +14,10 @@ from apps.applications.models import App
 from apps.applications.services import app_create
 from apps.projects.services import project_create
 from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.models import Workunit
 from apps.work.services import JobSpec, OutputSpec, WorkError, workunits_create
 from apps.work.services.create import MAX_DELAY_BOUND
-from apps.work.services.sequences import SequenceSpec, sequence_create
 
 pytestmark = pytest.mark.django_db
 

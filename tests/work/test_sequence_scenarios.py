@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.work.domain.sequences import (
+from apps.sequences.domain.rules import (
     NoticeAction,
     SequenceNotice,
     SequenceSnapshot,

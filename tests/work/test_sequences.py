@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from apps.work.domain.sequences import (
+from apps.sequences.domain.rules import (
     Checkpoint,
     NoticeAction,
     OutputFileKind,

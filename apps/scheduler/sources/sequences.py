@@ -45,8 +45,7 @@ from apps.scheduler.services.dispatch import (
     unsendable_log,
 )
 from apps.scheduler.services.versions import HostVersions
-from apps.sequences.models import WorkSequence
-from apps.work.domain.sequences import (
+from apps.sequences.domain.rules import (
     SequenceSnapshot,
     has_failed_step,
     host_can_take_sequence,
@@ -54,12 +53,13 @@ from apps.work.domain.sequences import (
     max_sequence_jobs,
     results_to_send,
 )
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import sequence_relocate
+from apps.sequences.services.replica_check import sibling_host_ids
+from apps.sequences.services.rows import Chain, chain_load, head_get, head_save, heads_locked
+from apps.sequences.services.steps import default_delay_bound
 from apps.work.domain.states import Outcome, SequenceState, ServerState
 from apps.work.models import OutputFile, Result, Workunit
-from apps.work.services.sequence_replica_check import sibling_host_ids
-from apps.work.services.sequence_rows import Chain, chain_load, head_get, head_save, heads_locked
-from apps.work.services.sequence_steps import default_delay_bound
-from apps.work.services.sequences import sequence_relocate
 
 CANDIDATE_WINDOW = 20
 TOO_SLOW = "This computer is not fast enough for the project's work sequences (maximum result time)"

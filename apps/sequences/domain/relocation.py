@@ -1,4 +1,4 @@
-"""Head bookkeeping and relocation of work sequences (seed 001; decisions in sequences.py).
+"""Head bookkeeping and relocation of work sequences (seed 001; decisions in rules.py).
 
 The sequence-deadline daemon, one pass per sequence:
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from apps.work.domain.sequence_types import (
+from apps.sequences.domain.types import (
     Checkpoint,
     RelocationPlan,
     SequenceSnapshot,

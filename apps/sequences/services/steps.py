@@ -5,7 +5,7 @@ replica (min_quorum = target_nresults = 1) and ``transitioner_flags`` NO_NEW_RES
 transitioner never makes results for it, this module does, in server_state INACTIVE, so that only
 the sequence source of the scheduler sends them (to the assigned host, in order).
 
-Output files are classified by ``OutputSpec.sequence_state`` (apps.work.domain.sequences.
+Output files are classified by ``OutputSpec.sequence_state`` (apps.sequences.domain.rules.
 plan_output_files): a STATE file stays on the host (sticky) for the next step and is uploaded only
 at restartable steps (a full-state checkpoint) and at the final step; every other output is a
 REPORT, always uploaded. Step k+1 reads step k's state files as inputs opened as ``prev_<open
@@ -23,13 +23,13 @@ from datetime import datetime
 from pathlib import Path
 
 from apps.projects.models import Project
-from apps.sequences.models import WorkSequence
-from apps.work.domain.sequences import (
+from apps.sequences.domain.rules import (
     MIN_AHEAD,
     OutputFileKind,
     OutputFileSpec,
     plan_output_files,
 )
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import FileDeleteState, ServerState
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
@@ -53,7 +53,7 @@ STATE_INPUT_PREFIX = "prev_"  # step k+1 opens step k's state file "state" as "p
 FIRST_INPUT_ORDINAL = 50  # step 0's own inputs (the initial state) come after the shared ones
 CHAIN_INPUT_ORDINAL = 100  # the previous step's state files come last
 # Relocation gives a step a new result, so a step needs more than one; these only stop a loop
-# (max_relocations in sequence_progress.py is the real bound). Work creation's own bound.
+# (max_relocations in progress.py is the real bound). Work creation's own bound.
 STEP_MAX_RESULTS = MAX_REPLICAS
 MAX_STEPS_PER_CALL = 10000
 # Room in a workunit name for "_r<chain>_s<index>".

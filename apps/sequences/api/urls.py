@@ -1,6 +1,6 @@
 from rest_framework.routers import SimpleRouter
 
-from apps.work.api.sequences import WorkSequenceViewSet
+from apps.sequences.api.views import WorkSequenceViewSet
 
 router = SimpleRouter()
 router.register(r"projects/(?P<slug>[-\w]+)/sequences", WorkSequenceViewSet, basename="worksequence")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from django.utils.module_loading import import_string
 
-from apps.work.domain.sequences import MIN_AHEAD
+from apps.sequences.domain.rules import MIN_AHEAD
 
 logger = logging.getLogger(__name__)
 

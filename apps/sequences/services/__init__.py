@@ -3,17 +3,18 @@
 * creation: ``sequence_create`` (create_work --sequence, the admin, the operators' API; it checks
   max_result_time against the delay-bound cap here, every caller coming through this module) and
   ``sequence_extend``;
-* progress: ``sequence_on_result_validated`` (the validator calls it per validated workunit) and
-  ``sequence_refresh``;
-* the sequence-deadline daemon: ``sequence_deadlines_check`` (Celery task work.sequence_deadlines);
+* progress: ``sequence_on_result_validated`` (the validator calls it per validated workunit, as
+  registered in apps.sequences.apps) and ``sequence_refresh``;
+* the sequence-deadline daemon: ``sequence_deadlines_check``, and ``sequence_deadlines_daemon`` as
+  one of work's daemons (Celery task work.sequence_deadlines);
 * operators: ``sequence_deassign_many`` (relocate), ``sequence_end_many``, ``sequence_end``,
   ``sequence_running_steps`` (what ending would abort);
 * the scheduler: ``sequence_relocate`` when a host lost its sequence.
 
-The rules are pure functions in apps.work.domain.sequences; the modules here load rows, call them
-and write the plans back: sequence_rows (rows <-> snapshots), sequence_steps (step workunits,
-results and state files), sequence_create, sequence_moves (relocation and ending),
-sequence_progress, sequence_replica_check (redundancy), sequence_hooks, sequence_deadlines.
+The rules are pure functions in apps.sequences.domain.rules; the modules here load rows, call them
+and write the plans back: rows (rows <-> snapshots), steps (step workunits, results and state
+files), create, moves (relocation and ending), progress, replica_check (redundancy), hooks,
+deadlines.
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ from apps.applications.domain.job_bounds import MAX_DELAY_BOUND, delay_bound_pro
 from apps.applications.models import App
 from apps.projects.models import Project
 from apps.sequences.models import WorkSequence
-from apps.work.services.create import WorkError
-from apps.work.services.sequence_create import SequenceSpec, sequence_extend
-from apps.work.services.sequence_create import sequence_create as sequence_rows_create
-from apps.work.services.sequence_deadlines import sequence_deadlines_check
-from apps.work.services.sequence_hooks import SequenceDecision, SequenceProgress, extend_open_ended
-from apps.work.services.sequence_progress import (
+from apps.sequences.services.create import SequenceSpec, sequence_extend
+from apps.sequences.services.create import sequence_create as sequence_rows_create
+from apps.sequences.services.deadlines import sequence_deadlines_check, sequence_deadlines_daemon
+from apps.sequences.services.hooks import SequenceDecision, SequenceProgress, extend_open_ended
+from apps.sequences.services.progress import (
     sequence_deassign_many,
     sequence_end,
     sequence_end_many,
@@ -38,7 +38,8 @@ from apps.work.services.sequence_progress import (
     sequence_relocate,
     sequence_running_steps,
 )
-from apps.work.services.sequence_steps import default_delay_bound
+from apps.sequences.services.steps import default_delay_bound
+from apps.work.services.create import WorkError
 
 __all__ = [
     "SequenceDecision",
@@ -47,6 +48,7 @@ __all__ = [
     "extend_open_ended",
     "sequence_create",
     "sequence_deadlines_check",
+    "sequence_deadlines_daemon",
     "sequence_deassign_many",
     "sequence_end",
     "sequence_end_many",

@@ -1,13 +1,13 @@
 """Applying the domain's relocation and end plans to a loaded, locked chain (seed 001).
 
-Relocation (``relocation_apply``), for a ``RelocationPlan`` from apps.work.domain.sequences:
+Relocation (``relocation_apply``), for a ``RelocationPlan`` from apps.sequences.domain.rules:
 
 1. the old host's unfinished results of the steps to redo become OVER: NO_REPLY when past their
    deadline and grace period, else DIDNT_NEED. A late report is then ignored, so a step is never
    validated twice from two hosts' diverging chains, and the scheduler's abort list tells the old
    host to drop them;
 2. each step to redo gets a new INACTIVE result; one that had a canonical result is re-opened
-   (apps/work/domain/sequence_relocation.py): the canonical result is cleared and the workunit
+   (apps/sequences/domain/relocation.py): the canonical result is cleared and the workunit
    will be assimilated again, and its files deleted again, once the new result validates;
 3. the first step to redo reads the checkpoint's uploaded state (staged in the download area), and
    each later one the state of its predecessor's new result;
@@ -29,7 +29,9 @@ from django.conf import settings
 from django.db.models import F, Q
 
 from apps.core import clock
-from apps.work.domain.sequences import RelocationPlan, SequenceSnapshot, end_plan
+from apps.sequences.domain.rules import RelocationPlan, SequenceSnapshot, end_plan
+from apps.sequences.services.rows import Chain, head_save
+from apps.sequences.services.steps import checkpoint_stage, state_inputs_link, step_result_create
 from apps.work.domain.states import (
     AssimilateState,
     ErrorMask,
@@ -40,8 +42,6 @@ from apps.work.domain.states import (
     ValidateState,
 )
 from apps.work.models import Result, Workunit
-from apps.work.services.sequence_rows import Chain, head_save
-from apps.work.services.sequence_steps import checkpoint_stage, state_inputs_link, step_result_create
 
 DEFAULT_MAX_RELOCATIONS = 10
 WAITING = (ServerState.INACTIVE, ServerState.UNSENT)  # a step result not sent yet

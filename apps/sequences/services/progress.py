@@ -9,7 +9,7 @@
 3. replicated chains: compare with the sibling chains at the next checkpoint;
 4. (daemon) relocate an assigned sequence whose step, sent to the assigned host, missed its
    deadline, errored or was found invalid (``missed_deadline_plan``), or whose host row is gone;
-5. ask the app's hook (sequence_hooks.py) whether to extend or end a live sequence;
+5. ask the app's hook (hooks.py) whether to extend or end a live sequence;
 6. give undispatched steps whose result was withdrawn a new one (``undispatched_repair``).
 
 Every step is idempotent: a second pass with nothing new changes nothing.
@@ -25,21 +25,21 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from apps.core import clock
+from apps.sequences.domain.rules import missed_deadline_plan, refresh_head, relocation_plan
 from apps.sequences.models import WorkSequence
-from apps.work.domain.sequences import missed_deadline_plan, refresh_head, relocation_plan
-from apps.work.domain.states import SequenceState, ServerState
-from apps.work.models import Result, Workunit
-from apps.work.services.sequence_create import chain_extend
-from apps.work.services.sequence_hooks import SequenceProgress, hook_decide
-from apps.work.services.sequence_moves import (
+from apps.sequences.services.create import chain_extend
+from apps.sequences.services.hooks import SequenceProgress, hook_decide
+from apps.sequences.services.moves import (
     chain_end,
     grace_now,
     max_relocations,
     relocation_apply,
     undispatched_repair,
 )
-from apps.work.services.sequence_replica_check import group_ids, replicas_compare
-from apps.work.services.sequence_rows import LIVE_STATES, Chain, chain_load, head_get, head_save
+from apps.sequences.services.replica_check import group_ids, replicas_compare
+from apps.sequences.services.rows import LIVE_STATES, Chain, chain_load, head_get, head_save
+from apps.work.domain.states import SequenceState, ServerState
+from apps.work.models import Result, Workunit
 
 logger = logging.getLogger(__name__)
 

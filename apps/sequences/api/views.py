@@ -23,21 +23,21 @@ from apps.applications.models import App
 from apps.core.api import NameLookupMixin
 from apps.core.api.schema import BAD_REQUEST, CONFLICT, FORBIDDEN, NOT_FOUND
 from apps.projects.models import Project
+from apps.sequences.api.filters import WorkSequenceFilterSet
 from apps.sequences.models import WorkSequence
-from apps.work.api.filters import WorkSequenceFilterSet
-from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
-from apps.work.api.views import ProjectScopedMixin, job_spec
-from apps.work.domain.states import SequenceState
-from apps.work.services import WorkError
-from apps.work.services.create import INT32_MAX, MAX_DELAY_BOUND
-from apps.work.services.sequence_steps import MAX_STEPS_PER_CALL
-from apps.work.services.sequences import (
+from apps.sequences.services import (
     SequenceSpec,
     sequence_create,
     sequence_end,
     sequence_extend,
     sequence_relocate,
 )
+from apps.sequences.services.steps import MAX_STEPS_PER_CALL
+from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
+from apps.work.api.views import ProjectScopedMixin, job_spec
+from apps.work.domain.states import SequenceState
+from apps.work.services import WorkError
+from apps.work.services.create import INT32_MAX, MAX_DELAY_BOUND
 
 
 class WorkSequenceSerializer(serializers.ModelSerializer):

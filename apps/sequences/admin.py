@@ -20,12 +20,13 @@ from django.utils.timesince import timesince
 
 from apps.applications.admin_fields import app_choices
 from apps.core import clock
+from apps.sequences import services as sequences
 from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
+from apps.sequences.services.hooks import EXTEND_BY
 from apps.work.domain.states import SequenceState
 from apps.work.models import Workunit
-from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, sequences
-from apps.work.services.sequence_hooks import EXTEND_BY
-from apps.work.services.sequences import SequenceSpec, sequence_create
+from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError
 
 
 class SequenceCreateForm(forms.Form):

@@ -29,7 +29,7 @@ Decisions:
   restartable step with a validated result (or from the start): every dispatched step after it
   gets a new result and ``first_undispatched_index`` returns to just after it. Steps up to the
   checkpoint are never re-created; a validated step after it is re-opened and recomputed, since
-  its state never left the old host (the reading of the seed is in sequence_relocation.py). After
+  its state never left the old host (the reading of the seed is in relocation.py). After
   ``max_relocations`` the sequence goes to ERROR instead of looping on a step that always fails.
   While the host holds the sequence, no step goes to it after an earlier one failed there
   (``results_to_send``): that step's successors could never run.
@@ -44,7 +44,7 @@ Decisions:
   LOST (its sticky state is gone, or it never got the reply that assigned it): the service
   relocates it, since continuing needs state the host may not have.
 * **Redundancy.** Replica chains on different hosts, compared at restartable checkpoints; see
-  sequence_replicas.py for the design and its trade-off.
+  replicas.py for the design and its trade-off.
 """
 
 from __future__ import annotations
@@ -53,19 +53,19 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from apps.work.domain.sequence_relocation import (
+from apps.sequences.domain.relocation import (
     failed_step_indices,
     missed_deadline_plan,
     refresh_head,
     relocation_plan,
 )
-from apps.work.domain.sequence_replicas import (
+from apps.sequences.domain.replicas import (
     ReplicaCheckpoint,
     ReplicaVerdict,
     compare_replica_steps,
     replica_host_allowed,
 )
-from apps.work.domain.sequence_types import (
+from apps.sequences.domain.types import (
     MIN_AHEAD,
     Checkpoint,
     EndPlan,

@@ -3,13 +3,13 @@
 A chain is one ``WorkSequence`` head and its step workunits (``sequence_index`` 0..n-1). Each
 step's *current* result is its newest one: relocation gives a step a new result and leaves the
 old one over. ``chain_load`` turns the rows into a ``SequenceSnapshot`` and ``SequenceStep``s for
-apps.work.domain.sequences; ``head_save`` writes a new snapshot back into the head row.
+apps.sequences.domain.rules; ``head_save`` writes a new snapshot back into the head row.
 
 Two mappings hide this project's storage from the domain:
 
 * step results wait in server_state INACTIVE (the transitioner makes none for step workunits, and
   the general scheduler source only sends UNSENT ones), so INACTIVE is the domain's UNSENT;
-* in a replicated sequence (sequence_replicas.py), a restartable step only counts as validated once
+* in a replicated sequence (domain/replicas.py), a restartable step only counts as validated once
   the chains agreed on it: up to the head's confirmed checkpoint.
 """
 
@@ -22,11 +22,11 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from apps.core import clock
+from apps.sequences.domain.rules import SequenceSnapshot, SequenceStep
 from apps.sequences.models import WorkSequence
-from apps.work.domain.sequences import SequenceSnapshot, SequenceStep
+from apps.sequences.services.steps import checkpoint_release, checkpoint_stage, first_inputs_release
 from apps.work.domain.states import Outcome, SequenceState, ServerState, ValidateState
 from apps.work.models import Result, Workunit
-from apps.work.services.sequence_steps import checkpoint_release, checkpoint_stage, first_inputs_release
 
 LIVE_STATES = (SequenceState.UNASSIGNED, SequenceState.ASSIGNED)
 ORPHAN_HOST = 0

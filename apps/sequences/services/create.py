@@ -5,7 +5,7 @@ create_work utility ... which may be extended later").
 fixed-length sequence (``length``) gets all its steps at once and its last step uploads the final
 state; an open-ended one gets ``initial_steps`` and grows through ``sequence_extend`` (the app's
 hook, the admin or the API). With the app's ``sequence_redundancy`` on, the same steps are created
-for ``replicas`` chains (sequence_replica_check.py).
+for ``replicas`` chains (replica_check.py).
 """
 
 from __future__ import annotations
@@ -19,19 +19,19 @@ from django.db import IntegrityError, transaction
 from apps.applications.models import App
 from apps.core import clock
 from apps.projects.models import Project
+from apps.sequences.domain.rules import SequenceSnapshot, extend_plan
 from apps.sequences.models import WorkSequence
-from apps.work.domain.sequences import SequenceSnapshot, extend_plan
-from apps.work.domain.states import SequenceState
-from apps.work.services.create import MAX_REPLICAS, InputSpec, JobSpec, WorkError, input_file_stage
-from apps.work.services.sequence_replica_check import group_ids
-from apps.work.services.sequence_rows import Chain, chain_load, head_get
-from apps.work.services.sequence_steps import (
+from apps.sequences.services.replica_check import group_ids
+from apps.sequences.services.rows import Chain, chain_load, head_get
+from apps.sequences.services.steps import (
     first_inputs_add,
     spec_check,
     steps_append,
     steps_count_check,
     template_from_step,
 )
+from apps.work.domain.states import SequenceState
+from apps.work.services.create import MAX_REPLICAS, InputSpec, JobSpec, WorkError, input_file_stage
 
 DEFAULT_INITIAL_STEPS = 3  # the folding example: "only creates 2 or 3 results in each sequence"
 

@@ -32,13 +32,19 @@ from django.db.models import Exists, OuterRef
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.sequences.models import WorkSequence
+from apps.sequences.services.moves import WAITING, failed_results_query
+from apps.sequences.services.progress import sequence_refresh
+from apps.sequences.services.rows import LIVE_STATES
 from apps.work.domain.states import SequenceState
 from apps.work.models import Result
-from apps.work.services.sequence_moves import WAITING, failed_results_query
-from apps.work.services.sequence_progress import sequence_refresh
-from apps.work.services.sequence_rows import LIVE_STATES
+from apps.work.services.daemons import PassOptions
 
 logger = logging.getLogger(__name__)
+
+
+def sequence_deadlines_daemon(project: Project, now: datetime, options: PassOptions) -> DaemonPass:
+    """The pass as one of work's daemons: run_daemons and the Celery task run it per project."""
+    return sequence_deadlines_check(project=project, now=now, limit=options.batch)
 
 
 def sequence_deadlines_check(*, project: Project, now: datetime, limit: int) -> DaemonPass:

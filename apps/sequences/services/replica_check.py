@@ -1,10 +1,10 @@
 """Redundancy for work sequences: replica chains compared at checkpoints (seed 001; the design
-and its trade-off are in apps/work/domain/sequence_replicas.py).
+and its trade-off are in apps/sequences/domain/replicas.py).
 
 With ``App.sequence_redundancy`` on, ``sequence_create`` makes R chains (``replica_of`` the first)
 with the same steps; the scheduler never gives a host a chain whose siblings it holds or helped
 compute. Each step workunit is validated alone by the validator (quorum 1); a restartable step
-only counts once the chains agree on it (sequence_rows.py), which ``replicas_compare`` decides
+only counts once the chains agree on it (rows.py), which ``replicas_compare`` decides
 when a chain's refresh finds its next checkpoint validated:
 
 1. gather every chain's result for checkpoint step k (its canonical result) and read the uploaded
@@ -35,8 +35,7 @@ from datetime import datetime
 from django.db.models import Q
 
 from apps.applications.models import App
-from apps.sequences.models import WorkSequence
-from apps.work.domain.sequences import (
+from apps.sequences.domain.rules import (
     Checkpoint,
     ReplicaCheckpoint,
     SequenceSnapshot,
@@ -44,12 +43,13 @@ from apps.work.domain.sequences import (
     refresh_head,
     relocation_plan,
 )
+from apps.sequences.models import WorkSequence
+from apps.sequences.services.moves import chain_fail, grace_now, relocation_apply
+from apps.sequences.services.rows import Chain, head_save
+from apps.sequences.services.steps import state_files, uploaded_path
 from apps.work.domain.states import SequenceState, ValidateState
 from apps.work.domain.validation import bitwise_equal, tolerant_numeric_equal
 from apps.work.models import Result, Workunit
-from apps.work.services.sequence_moves import chain_fail, grace_now, relocation_apply
-from apps.work.services.sequence_rows import Chain, head_save
-from apps.work.services.sequence_steps import state_files, uploaded_path
 
 Payload = tuple[bytes, ...]
 
