@@ -56,7 +56,7 @@ def test_conditional_claim_refuses_a_sequence_taken_meanwhile(project, cpu_app, 
     seq = _sequence(project, cpu_app, now)
     other = computer("other")
     other.rpc(now - timedelta(days=1), seconds=0)  # a host row to hold it
-    import apps.scheduler.sources.sequences as source
+    import apps.scheduler.services.sources.sequences as source
 
     real = source.heads_locked
 

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from django.db.models import F, Q
+from django.db.models import Q
 
 from apps.core.domain.resources import ProcType
 from apps.credit.domain.runtime import estimated_duration
@@ -55,11 +55,12 @@ from apps.sequences.domain.rules import (
 )
 from apps.sequences.models import WorkSequence
 from apps.sequences.services import sequence_relocate
+from apps.sequences.services.hosts import sequence_assign, sequence_release_notified, state_files_released
 from apps.sequences.services.replica_check import sibling_host_ids
 from apps.sequences.services.rows import Chain, chain_load, head_get, head_save, heads_locked
 from apps.sequences.services.steps import default_delay_bound
-from apps.work.domain.states import Outcome, SequenceState, ServerState
-from apps.work.models import OutputFile, Result, Workunit
+from apps.work.domain.states import SequenceState, ServerState
+from apps.work.models import Result, Workunit
 
 CANDIDATE_WINDOW = 20
 TOO_SLOW = "This computer is not fast enough for the project's work sequences (maximum result time)"
@@ -149,38 +150,14 @@ def _notify_over(ctx: RpcContext, seq: WorkSequence) -> None:
         ctx.sequences_ended.append(seq.name)
     else:
         ctx.sequences_unassigned.append(seq.name)
-    ctx.delete_file_infos.extend(
-        OutputFile.objects.filter(result__host=ctx.host, result__workunit__sequence=seq)
-        .filter(Q(sticky=True) | Q(upload=False))
-        .values_list("name", flat=True)
-    )
-    WorkSequence.objects.filter(id=seq.id, assigned_host=ctx.host).update(
-        assigned_host=None, assigned_time=None, ended_notified=True
-    )
+    ctx.delete_file_infos.extend(sequence_release_notified(sequence=seq, host=ctx.host))
 
 
 def _release_states(ctx: RpcContext) -> None:
     """Step 4: a reported step's predecessor state is no longer needed on this host."""
-    names = [r.name for r in ctx.req.results]
-    if not names:
-        return
-    done = Result.objects.filter(
-        project=ctx.project,
-        name__in=names,
-        host=ctx.host,
-        outcome=Outcome.SUCCESS,
-        workunit__sequence__isnull=False,
-        workunit__sequence_index__gt=0,
-    ).values_list("workunit__sequence_id", "workunit__sequence_index")
-    before = Q()
-    for seq_id, index in done:
-        before |= Q(result__workunit__sequence_id=seq_id, result__workunit__sequence_index=index - 1)
-    if before:
-        ctx.delete_file_infos.extend(
-            OutputFile.objects.filter(before, result__host=ctx.host)
-            .filter(Q(sticky=True) | Q(upload=False))
-            .values_list("name", flat=True)
-        )
+    ctx.delete_file_infos.extend(
+        state_files_released(project=ctx.project, host=ctx.host, reported=[r.name for r in ctx.req.results])
+    )
 
 
 # --- the job source ----------------------------------------------------------------------------
@@ -390,10 +367,7 @@ def _assign_one(dispatcher: Dispatcher) -> None:
                 seq.name,
             )
             continue
-        claimed = WorkSequence.objects.filter(id=seq.id, state=SequenceState.UNASSIGNED).update(
-            state=SequenceState.ASSIGNED, assigned_host=ctx.host, assigned_time=ctx.now, ended_notified=False
-        )
-        if claimed != 1:
+        if not sequence_assign(sequence_id=seq.id, host=ctx.host, now=ctx.now):
             continue
         ctx.sequences_assigned.append(seq.name)
         _send_steps(dispatcher, seq)
@@ -409,17 +383,3 @@ def _taken_from(seq: WorkSequence, ctx: RpcContext) -> bool:
         return False
     # In seconds: a datetime plus an absurd max_result_time would overflow.
     return (ctx.now - seq.relocated_time).total_seconds() < default_delay_bound(seq.max_result_time)
-
-
-def sequence_state_outputs(ctx: RpcContext, names: set[str]) -> dict[str, OutputFile]:
-    """The reply's hook for step inputs: those of ``names`` that are state files this host made in
-    its current assignment. The reply declares them as the host's own (sticky, never downloaded)."""
-    if not names or not any(job.result.workunit.sequence_id for job in ctx.sent):
-        return {}
-    rows = OutputFile.objects.filter(
-        name__in=names,
-        result__host=ctx.host,
-        result__workunit__sequence__assigned_host=ctx.host,
-        result__sent_time__gte=F("result__workunit__sequence__assigned_time"),
-    )
-    return {o.name: o for o in rows}

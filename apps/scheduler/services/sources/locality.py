@@ -48,6 +48,7 @@ from apps.locality.domain.choice import (
     order_host_files,
 )
 from apps.locality.models import LocalityFile
+from apps.locality.need_work import need_work_signal
 from apps.locality.selectors import (
     any_file_has_unsent,
     any_file_no_work_available,
@@ -66,13 +67,13 @@ from apps.locality.services import (
     host_files_record_sent,
     locality_file_mark_no_work,
     locality_files_ensure,
-    need_work_signal,
 )
 from apps.locality.triggers import trigger_root
 from apps.projects.models import Project
 from apps.protocol import SchedulerReply
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, lock_unsent
+from apps.scheduler.services.need import work_need
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.versions import host_app_versions_lock, host_versions
 from apps.work.domain.states import ServerState
@@ -383,8 +384,6 @@ def _wait_for_work(ctx: RpcContext, files: list[str]) -> None:
 def _retry_files(ctx: RpcContext, pending: _PendingWaits, *, waited: bool) -> int:
     """The second, short transaction: the waited-for files once more (if ``waited``),
     then new files while the host needs work. Returns jobs added."""
-    from apps.scheduler.services import work_need  # the services package imports this module
-
     assert ctx.account is not None
     before = len(ctx.sent)
     with transaction.atomic():
