@@ -35,7 +35,7 @@ from apps.sequences.domain.rules import (
 )
 from apps.work.domain.states import Outcome, SequenceState, ServerState, ValidateState
 from apps.work.domain.validation import bitwise_equal
-from tests.work.sequence_helpers import (
+from tests.sequences.rule_helpers import (
     DAY,
     DELAY,
     HOST_A,

@@ -24,7 +24,7 @@ from apps.sequences.domain.rules import (
     results_to_send,
 )
 from apps.work.domain.states import SequenceState, ServerState
-from tests.work.sequence_helpers import (
+from tests.sequences.rule_helpers import (
     DAY,
     DELAY,
     HOST_A,
