@@ -1,7 +1,7 @@
 """Celery task of the sequence-deadline daemon: one recorded pass per project, as the work daemons.
 
-It keeps the name it had among the work tasks, ``work.sequence_deadlines``, which the beat
-schedules stored in the database (django-celery-beat) run it by.
+Its name is in the work daemons' namespace, ``work.sequence_deadlines``, since it runs in their
+round; the beat schedules stored in the database (django-celery-beat) call it by that name.
 """
 
 from __future__ import annotations
