@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "apps.applications",
     "apps.hosts",
     "apps.credit",
+    "apps.sequences",  # before apps.work: its create_work adds --sequence to work's
     "apps.work",
     "apps.locality",
     "apps.scheduler",

@@ -8,9 +8,10 @@ from django.utils import timezone
 from apps.applications.models import App, AppVersion
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Platform, Project
+from apps.sequences.models import WorkSequence
 from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash
 from apps.work.domain.states import ServerState
-from apps.work.models import InputFile, OutputFile, Result, WorkSequence, Workunit
+from apps.work.models import InputFile, OutputFile, Result, Workunit
 
 
 class ProjectFactory(factory.django.DjangoModelFactory):

@@ -1,8 +1,9 @@
-"""Writes for locality scheduling (seed 004): files on hosts, no-work markers, need-work
-signals, on-demand work generation and the working-set manager.
+"""Writes for locality scheduling (seed 004): files on hosts, no-work markers, on-demand work
+generation and the working-set manager.
 
 The scheduler calls the host-file and marker services inside its RPC transaction (each
-opens a savepoint); the Celery tasks call the generation and working-set services.
+opens a savepoint); the Celery tasks call the generation and working-set services. The
+need-work signal, which enqueues a task, is in need_work.py: the tasks import this module.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils.module_loading import import_string
 
@@ -39,8 +40,6 @@ logger = logging.getLogger(__name__)
 
 # last_seen of a reported file is rewritten at most this often (not on every RPC).
 LAST_SEEN_RESOLUTION = timedelta(hours=1)
-# A pending signal older than this is assumed lost (worker down) and is enqueued again.
-STALE_SIGNAL = timedelta(minutes=2)
 # Handled need-work signals are kept this long for the admin, then deleted.
 NEED_WORK_KEEP = timedelta(days=7)
 DAEMON_NAME = "working_set"
@@ -162,39 +161,6 @@ def locality_file_mark_no_work(*, file: LocalityFile, now: datetime) -> None:
     if changed:
         file.files_no_work, file.no_work_since = True, now
         trigger_touch(trigger_root(file.project), Trigger.FILES_NO_WORK, file.name)
-
-
-def need_work_signal(*, file: LocalityFile, host: Host | None, now: datetime) -> bool:
-    """Seed 004's "need work for file X": one pending NeedWork row per file, the
-    need_work/X trigger, and (after commit) the project's generator task.
-
-    Returns False when a recent signal for the file is still pending (the generator is on
-    it). A pending signal older than ``STALE_SIGNAL`` is re-sent, in case its task was lost.
-    """
-    project = file.project
-    with transaction.atomic():
-        pending = NeedWork.objects.filter(file=file, handled_time__isnull=True).first()
-        if pending is None:
-            try:
-                with transaction.atomic():
-                    NeedWork.objects.create(file=file, requested_time=now, requested_by_host=host)
-            except IntegrityError:
-                return False  # a concurrent RPC signalled the same file first
-        elif pending.requested_time < now - STALE_SIGNAL:
-            NeedWork.objects.filter(id=pending.id).update(requested_time=now)
-        else:
-            return False
-        if project.locality_work_generator:
-            transaction.on_commit(partial(work_generation_enqueue, file.id), robust=True)
-    trigger_touch(trigger_root(project), Trigger.NEED_WORK, file.name)
-    return True
-
-
-def work_generation_enqueue(file_id: int) -> None:
-    """Boundary to Celery (tests replace it)."""
-    from apps.locality.tasks import locality_generate_work_task  # tasks import this module
-
-    locality_generate_work_task.delay(file_id)
 
 
 def locality_files_set_no_work_available(*, file_ids: Iterable[int], value: bool) -> int:

@@ -178,7 +178,3 @@ class OutputFileAdmin(admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[OutputFile], search_term: str
     ) -> tuple[QuerySet[OutputFile], bool]:
         return indexed_search(queryset, search_term, numbers=("id", "result_id")), False
-
-
-# The work-sequence admin lives beside its create form; importing it registers it.
-from apps.work import admin_sequences  # noqa: E402, F401

@@ -20,7 +20,8 @@ TIME_LIMIT = 600
 SOFT_TIME_LIMIT = 540
 
 
-def _run(name: str) -> dict[str, int]:
+def daemon_task_run(name: str) -> dict[str, int]:
+    """One recorded pass of the named daemon (apps.work.services.daemons) for every project."""
     outcome = daemon_run(name)
     logger.info("%s: %d items, %d errors", name, outcome.items, outcome.errors)
     return {"items": outcome.items, "errors": outcome.errors}
@@ -33,7 +34,7 @@ def _run(name: str) -> dict[str, int]:
     soft_time_limit=SOFT_TIME_LIMIT,
 )
 def transition_task() -> dict[str, int]:
-    return _run("transitioner")
+    return daemon_task_run("transitioner")
 
 
 @shared_task(
@@ -43,7 +44,7 @@ def transition_task() -> dict[str, int]:
     soft_time_limit=SOFT_TIME_LIMIT,
 )
 def validate_task() -> dict[str, int]:
-    return _run("validator")
+    return daemon_task_run("validator")
 
 
 @shared_task(
@@ -53,7 +54,7 @@ def validate_task() -> dict[str, int]:
     soft_time_limit=SOFT_TIME_LIMIT,
 )
 def assimilate_task() -> dict[str, int]:
-    return _run("assimilator")
+    return daemon_task_run("assimilator")
 
 
 @shared_task(
@@ -63,7 +64,7 @@ def assimilate_task() -> dict[str, int]:
     soft_time_limit=SOFT_TIME_LIMIT,
 )
 def file_delete_task() -> dict[str, int]:
-    return _run("file_deleter")
+    return daemon_task_run("file_deleter")
 
 
 @shared_task(
@@ -73,14 +74,4 @@ def file_delete_task() -> dict[str, int]:
     soft_time_limit=3 * SOFT_TIME_LIMIT,
 )
 def purge_task() -> dict[str, int]:
-    return _run("db_purge")
-
-
-@shared_task(
-    name="work.sequence_deadlines",
-    expires=beat_expires("work.sequence_deadlines"),
-    time_limit=TIME_LIMIT,
-    soft_time_limit=SOFT_TIME_LIMIT,
-)
-def sequence_deadlines_task() -> dict[str, int]:
-    return _run("sequence_deadlines")
+    return daemon_task_run("db_purge")

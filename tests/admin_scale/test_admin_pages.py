@@ -113,7 +113,7 @@ def long_sequence():  # type: ignore[no-untyped-def]
 
 
 def step_names(admin_client, sequence) -> set[str]:  # type: ignore[no-untyped-def]
-    body = admin_client.get(f"/admin/work/worksequence/{sequence.pk}/change/").content.decode()
+    body = admin_client.get(f"/admin/sequences/worksequence/{sequence.pk}/change/").content.decode()
     return {f"s{i}" for i in range(80) if f"{sequence.name}_s{i}<" in body}
 
 
@@ -128,7 +128,7 @@ def test_sequence_page_of_a_validated_sequence_shows_its_last_50_steps(admin_cli
 
 
 def test_sequence_page_links_to_every_step_in_the_workunit_list(admin_client, long_sequence):
-    body = admin_client.get(f"/admin/work/worksequence/{long_sequence.pk}/change/").content.decode()
+    body = admin_client.get(f"/admin/sequences/worksequence/{long_sequence.pk}/change/").content.decode()
     link = f"/admin/work/workunit/?sequence__id__exact={long_sequence.pk}"
     assert link in body
     listing = admin_client.get(link)
@@ -137,7 +137,7 @@ def test_sequence_page_links_to_every_step_in_the_workunit_list(admin_client, lo
 
 
 def test_sequence_page_still_saves_with_only_some_steps_shown(admin_client, long_sequence):
-    url = f"/admin/work/worksequence/{long_sequence.pk}/change/"
+    url = f"/admin/sequences/worksequence/{long_sequence.pk}/change/"
     form = admin_client.get(url).context["adminform"].form
     inline = admin_client.get(url).context["inline_admin_formsets"][0].formset
     data = {**{k: v for k, v in form.initial.items() if v is not None}, "_save": "Save"}

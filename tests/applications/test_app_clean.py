@@ -85,8 +85,10 @@ def test_an_assimilator_that_does_not_import_is_refused():
 
 @pytest.mark.django_db
 def test_a_sequence_hook_that_is_not_a_function_is_refused():
-    app = AppFactory.build(project=AppFactory().project, sequence_hook="apps.work.domain.sequences.MIN_AHEAD")
-    assert messages(app) == ["sequence_hook: 'apps.work.domain.sequences.MIN_AHEAD' is not a function"]
+    app = AppFactory.build(
+        project=AppFactory().project, sequence_hook="apps.sequences.domain.rules.MIN_AHEAD"
+    )
+    assert messages(app) == ["sequence_hook: 'apps.sequences.domain.rules.MIN_AHEAD' is not a function"]
 
 
 @pytest.mark.django_db

@@ -143,4 +143,5 @@ def test_the_schedules_work_and_credit_task_names_are_registered():
         "credit.normalize",
         "credit.update_stats",
     }
+    celery_app.loader.import_default_modules()  # the tasks modules a worker imports at start
     assert names <= set(celery_app.tasks)

@@ -31,10 +31,14 @@ def project(db):  # type: ignore[no-untyped-def]
     project = project_create(slug="ops", name="Operations Project").project
     app = AppFactory(project=project, name="sim", user_friendly_name="Simulation")
     version = AppVersionFactory(app=app)
-    host = HostFactory(account=AccountFactory(project=project))
+    # Names fixed here: the factories' defaults end in counters over the whole test session,
+    # so the columns' widths would depend on the tests that ran before.
+    host = HostFactory(account=AccountFactory(project=project), domain_name="host0")
     for i in range(3):
+        wu = WorkunitFactory(app=app, name=f"a_rather_long_workunit_name_of_a_batch_{i:04d}")
         ResultFactory(
-            workunit=WorkunitFactory(app=app, name=f"a_rather_long_workunit_name_of_a_batch_{i:04d}"),
+            workunit=wu,
+            name=f"{wu.name}_0",
             host=host,
             app_version=version,
             server_state=ServerState.OVER,

@@ -14,8 +14,9 @@ from apps.emulator.domain import bundled_scenarios
 from apps.emulator.models import EmulationRun, Scenario
 from apps.locality.models import LocalityFile
 from apps.projects.models import Project
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import ErrorMask, SequenceState
-from apps.work.models import WorkSequence, Workunit
+from apps.work.models import Workunit
 from tests.factories import (
     AppFactory,
     AppVersionFactory,
@@ -27,7 +28,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 CREATE_WORK = "/admin/work/workunit/create-work/"
-ADD_SEQUENCE = "/admin/work/worksequence/add/"
+ADD_SEQUENCE = "/admin/sequences/worksequence/add/"
 JOB_FORM = {
     "name_prefix": "form",
     "count": 1,
@@ -287,7 +288,7 @@ def test_cancel_action_with_change_permission_cancels(client, project):
 
 ACTIONS = [
     ("work", "workunit", {"cancel"}),
-    ("work", "worksequence", {"deassign", "end", "extend", "refresh"}),
+    ("sequences", "worksequence", {"deassign", "end", "extend", "refresh"}),
     (
         "locality",
         "localityfile",
@@ -314,7 +315,10 @@ def test_change_permission_is_offered_the_actions(client, project, app_label, mo
 def test_end_sequence_action_with_change_permission_ends(client, project):
     seq = WorkSequenceFactory(app=project.apps.get(), name="s1", state=SequenceState.UNASSIGNED)
     action(
-        staff(client, "view_worksequence", "change_worksequence"), "/admin/work/worksequence/", "end", seq.pk
+        staff(client, "view_worksequence", "change_worksequence"),
+        "/admin/sequences/worksequence/",
+        "end",
+        seq.pk,
     )
     seq.refresh_from_db()
     assert seq.state == SequenceState.ENDED

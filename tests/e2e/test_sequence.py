@@ -10,10 +10,10 @@ from django.core.management import call_command
 
 from apps.core import clock
 from apps.projects.models import Project
+from apps.sequences.services.create import SequenceSpec, sequence_create
 from apps.work.domain.states import Outcome, SequenceState, ServerState, ValidateState
 from apps.work.models import OutputFile, Result
 from apps.work.services import InputSpec, JobSpec, OutputSpec
-from apps.work.services.sequence_create import SequenceSpec, sequence_create
 from tests.e2e.conftest import make_e2e_project, wait_until
 
 pytestmark = [pytest.mark.boinc_client, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

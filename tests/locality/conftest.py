@@ -120,7 +120,7 @@ def hosts(loc_project: Project, now: datetime) -> Hosts:
 def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The generator task is not sent to a broker; the ids it would get are kept here."""
     sent: list[int] = []
-    monkeypatch.setattr("apps.locality.services.work_generation_enqueue", sent.append)
+    monkeypatch.setattr("apps.locality.need_work.work_generation_enqueue", sent.append)
     return sent
 
 
@@ -152,8 +152,8 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
-    monkeypatch.setattr("apps.scheduler.sources.locality.monotonic", fake.monotonic)
-    monkeypatch.setattr("apps.scheduler.sources.locality.sleep", fake.sleep)
+    monkeypatch.setattr("apps.scheduler.services.sources.locality.monotonic", fake.monotonic)
+    monkeypatch.setattr("apps.scheduler.services.sources.locality.sleep", fake.sleep)
     return fake
 
 

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from django.db import connections
 
-import apps.scheduler.sources.locality as locality_source
+import apps.scheduler.services.sources.locality as locality_source
 from apps.locality.generators import example_work_generator
 from apps.locality.models import HostFile, LocalityFile, NeedWork
-from apps.locality.services import locality_work_generate, need_work_signal
+from apps.locality.need_work import need_work_signal
+from apps.locality.services import locality_work_generate
 from apps.locality.tasks import locality_generate_work_task
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit

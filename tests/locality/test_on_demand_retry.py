@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection, connections
 
-import apps.scheduler.sources.locality as locality_source
+import apps.scheduler.services.sources.locality as locality_source
 from apps.applications.models import AppVersion
 from apps.hosts.models import HostAppVersion
 from apps.locality.models import HostFile, LocalityFile

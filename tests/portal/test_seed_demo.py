@@ -5,8 +5,9 @@ from django.core.management import call_command
 
 from apps.applications.models import AppVersion
 from apps.core import clock
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 from apps.work.services import files_delete, workunits_transition
 
 pytestmark = pytest.mark.django_db

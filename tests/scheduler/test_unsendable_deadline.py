@@ -10,9 +10,10 @@ from datetime import timedelta
 import pytest
 
 from apps.scheduler.services.dispatch import delay_bound_sendable
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import SequenceState, ServerState
-from apps.work.models import Result, WorkSequence, Workunit
-from apps.work.services.sequences import SequenceSpec, sequence_create
+from apps.work.models import Result, Workunit
 from tests.scheduler.conftest import make_jobs, make_request, rpc
 from tests.sequences.conftest import DAY, Computer, step_job
 

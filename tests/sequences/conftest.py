@@ -12,8 +12,9 @@ from django.core.management import call_command
 
 from apps.protocol import SchedulerReply
 from apps.scheduler.services import scheduler_request_handle
+from apps.sequences.models import WorkSequence
 from apps.work.domain.states import EXIT_ABORTED_BY_PROJECT, ClientState
-from apps.work.models import OutputFile, Result, WorkSequence
+from apps.work.models import OutputFile, Result
 from apps.work.services import JobSpec, OutputSpec
 from tests.scheduler.conftest import (  # noqa: F401  (fixtures)
     account,
@@ -140,7 +141,7 @@ def daemons(now: datetime, slug: str) -> str:
 
 def validate(result_name: str, now: datetime) -> None:
     """The back end's validator on the step's workunit, then the call it makes for sequences."""
-    from apps.work.services.sequences import sequence_on_result_validated
+    from apps.sequences.services import sequence_on_result_validated
     from apps.work.services.validator import workunit_validate
 
     wu_id = Result.objects.values_list("workunit_id", flat=True).get(name=result_name)

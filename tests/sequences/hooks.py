@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.work.services.sequences import SequenceDecision, SequenceProgress, extend_open_ended
+from apps.sequences.services import SequenceDecision, SequenceProgress, extend_open_ended
 
 FINAL_LENGTH = 8
 

@@ -8,15 +8,15 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import SequenceState
-from apps.work.models import WorkSequence
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.scheduler.conftest import rpc
 from tests.sequences.conftest import DAY, make_request, step_job
 
 pytestmark = pytest.mark.django_db
 
-URL = "/admin/work/worksequence/"
+URL = "/admin/sequences/worksequence/"
 
 
 @pytest.fixture
@@ -181,3 +181,11 @@ def test_the_api_shows_no_host_for_a_failed_sequence_but_its_reason(admin_client
         None,
         "relocated 1 time; the limit is 0",
     )
+
+
+def test_the_admin_address_under_the_work_app_leads_to_the_sequence(admin_client, held):
+    seq, _ = held
+    response = admin_client.get(f"/admin/work/worksequence/{seq.pk}/change/?_changelist_filters=state%3D1")
+    assert response.status_code == 301
+    assert response["Location"] == f"{URL}{seq.pk}/change/?_changelist_filters=state%3D1"
+    assert admin_client.get(response["Location"]).status_code == 200

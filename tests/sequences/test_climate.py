@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import Outcome, SequenceState, ServerState, ValidateState
 from apps.work.models import InputFile, OutputFile, Result, Workunit
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.sequences.conftest import DAY, daemons, step_job
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import SequenceState, ServerState
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
-from apps.work.models import OutputFile, Result, WorkSequence, Workunit
+from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services import InputSpec, WorkError
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.sequences.conftest import DAY, step_job
 
 pytestmark = pytest.mark.django_db
@@ -183,10 +184,10 @@ def test_create_work_sequence_errors_are_clear(project, cpu_app, args, message):
 
 
 def test_admin_add_form_creates_a_sequence(admin_client, project, cpu_app):
-    response = admin_client.get("/admin/work/worksequence/add/")
+    response = admin_client.get("/admin/sequences/worksequence/add/")
     assert response.status_code == 200
     response = admin_client.post(
-        "/admin/work/worksequence/add/",
+        "/admin/sequences/worksequence/add/",
         {
             "app": cpu_app.id,
             "name": "fromadmin",

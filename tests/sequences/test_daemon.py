@@ -6,14 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from apps.work.domain.states import ErrorMask, Outcome, SequenceState, ServerState
-from apps.work.models import InputFile, Result, WorkSequence, Workunit
-from apps.work.services.sequences import (
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import (
     SequenceSpec,
     sequence_create,
     sequence_deadlines_check,
     sequence_on_result_validated,
 )
+from apps.work.domain.states import ErrorMask, Outcome, SequenceState, ServerState
+from apps.work.models import InputFile, Result, Workunit
 from apps.work.services.validator import workunit_validate
 from tests.sequences.conftest import DAY, STEP_FPOPS, step_job, validate
 

@@ -11,12 +11,12 @@ import time_machine
 from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.projects.models import DaemonRun
 from apps.projects.services import project_create
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
+from apps.sequences.services import deadlines as deadlines_module
 from apps.volunteers.models import Account, make_passwd_hash
 from apps.work.domain.states import SequenceState
-from apps.work.models import WorkSequence
-from apps.work.services import sequence_deadlines as deadlines_module
 from apps.work.services.daemons import daemon_run
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.scheduler.conftest import PLATFORM
 from tests.sequences.conftest import DAY, Computer, step_job
 
@@ -125,3 +125,18 @@ def test_the_daemon_run_names_the_sequence_whose_refresh_raised(
     run = DaemonRun.objects.get(project=project, daemon="sequence_deadlines")
     assert (run.items, run.errors) == (1, 1)
     assert run.message == "sequence bad: RuntimeError: corrupt chain"
+
+
+def test_the_validator_pass_moves_the_sequence_on_by_itself(project, cpu_app, account, now):
+    # No sequence-deadline pass runs here: the validator moves the head as the step validates.
+    spec = SequenceSpec(name="quick", job=step_job(), max_result_time=4 * DAY, length=5)
+    seq = sequence_create(project=project, app=cpu_app, spec=spec, now=now)
+    host = Computer(project, account.authenticator, "quick-host")
+    host.rpc(now)
+    later = now + timedelta(days=1)
+    host.rpc(later, finish=("quick_s0_0",))
+    with time_machine.travel(later, tick=False):
+        daemon_run("transitioner")
+        assert daemon_run("validator").items == 1
+    seq.refresh_from_db()
+    assert (seq.first_unvalidated.sequence_index, seq.last_progress_time) == (1, later)

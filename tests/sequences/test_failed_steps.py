@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import SequenceState
-from apps.work.models import WorkSequence
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.sequences.conftest import DAY, daemons, step_job
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,10 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create, sequence_end_many
 from apps.work.domain.states import ErrorMask, Outcome, SequenceState, ServerState
-from apps.work.models import Result, WorkSequence, Workunit
-from apps.work.services.sequences import SequenceSpec, sequence_create, sequence_end_many
+from apps.work.models import Result, Workunit
 from tests.sequences.conftest import DAY, daemons, step_job
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

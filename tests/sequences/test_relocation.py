@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import AssimilateState, SequenceState, ValidateState
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 from apps.work.services import InputSpec
-from apps.work.services.sequences import SequenceSpec, sequence_create
 from tests.sequences.conftest import DAY, daemons, step_job
 
 pytestmark = pytest.mark.django_db

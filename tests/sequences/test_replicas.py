@@ -6,15 +6,16 @@ from datetime import timedelta
 
 import pytest
 
-from apps.work.domain.states import SequenceState, ServerState, ValidateState
-from apps.work.models import Result, WorkSequence
-from apps.work.services.sequences import (
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import (
     SequenceSpec,
     sequence_create,
     sequence_end,
     sequence_extend,
     sequence_refresh,
 )
+from apps.work.domain.states import SequenceState, ServerState, ValidateState
+from apps.work.models import Result
 from tests.sequences.conftest import DAY, step_job, validate
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,10 @@ import pytest
 from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.protocol import OtherResult
 from apps.scheduler.services import scheduler_request_handle
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import Outcome, SequenceState, ServerState
-from apps.work.models import Result, WorkSequence
-from apps.work.services.sequences import SequenceSpec, sequence_create
+from apps.work.models import Result
 from tests.scheduler.conftest import PLATFORM, make_jobs
 from tests.sequences.conftest import DAY, STEP_FPOPS, step_job
 
@@ -55,7 +56,7 @@ def test_conditional_claim_refuses_a_sequence_taken_meanwhile(project, cpu_app, 
     seq = _sequence(project, cpu_app, now)
     other = computer("other")
     other.rpc(now - timedelta(days=1), seconds=0)  # a host row to hold it
-    import apps.scheduler.sources.sequences as source
+    import apps.scheduler.services.sources.sequences as source
 
     real = source.heads_locked
 

@@ -13,10 +13,11 @@ from django.test.utils import CaptureQueriesContext
 from apps.applications.models import App
 from apps.applications.services import app_create
 from apps.projects.services import project_create
-from apps.work.models import WorkSequence, Workunit
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import SequenceSpec, sequence_create
+from apps.work.models import Workunit
 from apps.work.services import JobSpec, OutputSpec, WorkError, workunits_create
 from apps.work.services.create import MAX_DELAY_BOUND
-from apps.work.services.sequences import SequenceSpec, sequence_create
 
 pytestmark = pytest.mark.django_db
 
@@ -107,7 +108,7 @@ def test_sequence_whose_default_step_delay_bound_passes_the_cap_says_so(project,
 
 def test_admin_sequence_form_shows_the_max_result_time_cap(admin_client, app):
     response = admin_client.post(
-        "/admin/work/worksequence/add/",
+        "/admin/sequences/worksequence/add/",
         {
             "app": app.id,
             "name": "fromadmin",

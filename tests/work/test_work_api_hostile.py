@@ -7,7 +7,8 @@ import pytest
 
 from apps.applications.services import app_create
 from apps.projects.services import project_create
-from apps.work.models import InputFile, Result, WorkSequence, Workunit
+from apps.sequences.models import WorkSequence
+from apps.work.models import InputFile, Result, Workunit
 from apps.work.services import JobSpec, WorkError, workunits_create
 
 pytestmark = pytest.mark.django_db

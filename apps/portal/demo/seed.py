@@ -17,17 +17,18 @@ from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.portal.demo.timeline import Timeline
 from apps.projects.models import Project
 from apps.projects.services import project_create
-from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash
-from apps.work.domain.states import ClientState, Outcome, SequenceState, ServerState
-from apps.work.models import Result, WorkSequence, Workunit
-from apps.work.services import InputSpec, JobSpec, OutputSpec, workunits_create
-from apps.work.services.sequences import (
+from apps.sequences.models import WorkSequence
+from apps.sequences.services import (
     SequenceSpec,
     sequence_create,
     sequence_end,
     sequence_extend,
     sequence_refresh,
 )
+from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash
+from apps.work.domain.states import ClientState, Outcome, SequenceState, ServerState
+from apps.work.models import Result, Workunit
+from apps.work.services import InputSpec, JobSpec, OutputSpec, workunits_create
 
 DEMO_OUTPUTS = (OutputSpec(open_name="out.txt", max_nbytes=10_000),)
 

@@ -12,16 +12,20 @@ from apps.core.domain.resources import ProcType
 from apps.core.metrics import jobs_dispatched_count
 from apps.projects.models import Project
 from apps.protocol import SchedulerReply, SchedulerRequest
-from apps.scheduler.domain.policy import ResourceNeed, WorkNeed, clamp_frac, max_jobs_per_rpc
+from apps.scheduler.domain.policy import WorkNeed
 from apps.scheduler.services.aborts import results_to_abort
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, transition_times_save
-from apps.scheduler.services.hosts import account_authenticate, host_identify, host_instances
+from apps.scheduler.services.hosts import account_authenticate, host_identify
 from apps.scheduler.services.lost import detached_results_over, lost_results_resend
+from apps.scheduler.services.need import work_need
 from apps.scheduler.services.prefs import global_prefs_exchange
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
+from apps.scheduler.services.sources import WORK_SOURCES
+from apps.scheduler.services.sources.locality import locality_retry_after_commit
+from apps.scheduler.services.sources.sequences import sequences_prepare
 from apps.scheduler.services.versions import (
     HostVersions,
     beta_work_withheld,
@@ -29,9 +33,6 @@ from apps.scheduler.services.versions import (
     host_app_versions_save,
     host_versions,
 )
-from apps.scheduler.sources import WORK_SOURCES
-from apps.scheduler.sources.locality import locality_retry_after_commit
-from apps.scheduler.sources.sequences import sequences_prepare
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def scheduler_request_handle(
             ctx.message(
                 f"This project doesn't support computers of type {ctx.req.platform_name}", notice=True
             )
-        # Issue 7 (seed 001): sequence notices and the two-steps-ahead floor, whatever the request asks.
+        # Seed 001: sequence notices and the two-steps-ahead floor, whatever the request asks.
         sequences_prepare(ctx, versions, work_need)
         _send_work(ctx, versions)
         host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
@@ -100,7 +101,7 @@ def scheduler_request_handle(
         ctx.writes.flush()
         ctx.global_prefs_out = global_prefs_exchange(ctx)
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
-    # Issue 8 hook: wait for on-demand locality work after the commit, holding no transaction.
+    # Seed 004: wait for on-demand locality work after the commit, holding no transaction.
     reply = locality_retry_after_commit(ctx, reply)
     jobs_dispatched_count(project=project.slug, resources=(job.option.proc_type.value for job in ctx.sent))
     return reply
@@ -110,52 +111,6 @@ def _notice(text: str):  # type: ignore[no-untyped-def]
     from apps.protocol import MessagePriority, ReplyMessage
 
     return ReplyMessage(text=text, priority=MessagePriority.NOTICE)
-
-
-def work_need(ctx: RpcContext) -> WorkNeed:
-    """The request's per-resource ask (seed 000) as the policy's mutable state."""
-    req, account = ctx.req, ctx.account
-    assert account is not None
-    wr = req.work_request
-    ts = req.time_stats
-    instances = host_instances(ctx)  # effective counts (the volunteer's CPU share, capped)
-    resources = {}
-    for r in wr.resources:
-        # The queue's estimated delay spreads over the instances the host really has (as
-        # BOINC's update_estimated_delay): a 128-CPU host must not look twice as busy.
-        coproc = req.coproc(r.proc_type)
-        count = coproc.count if coproc else max(req.host_info.p_ncpus, 1)
-        if r.proc_type.is_gpu:
-            if instances.count(r.proc_type) <= 0:
-                continue
-            frac = clamp_frac(ts.gpu_active_frac * ts.on_frac)
-        else:
-            frac = clamp_frac(ts.active_frac * ts.on_frac)
-        resources[r.proc_type] = ResourceNeed(
-            proc_type=r.proc_type,
-            req_secs=r.req_secs if wr.rsc_spec_request else wr.work_req_seconds,
-            req_instances=r.req_instances,
-            estimated_delay=r.estimated_delay,
-            ninstances=count,
-            available_frac=frac,
-        )
-    disallowed = set()
-    if account.no_gpus:
-        disallowed |= {p for p in resources if p.is_gpu}
-    if account.no_cpu:
-        disallowed.add(ProcType.CPU)
-    return WorkNeed(
-        rsc_spec_request=wr.rsc_spec_request,
-        seconds_to_fill=wr.work_req_seconds,
-        resources=resources,
-        max_jobs=max_jobs_per_rpc(
-            ncpus=instances.ncpus,
-            ngpus=instances.ngpus,
-            gpu_multiplier=ctx.project.gpu_multiplier,
-            max_wus_to_send=ctx.project.max_wus_to_send,
-        ),
-        disallowed=frozenset(disallowed),
-    )
 
 
 def _send_work(ctx: RpcContext, versions: HostVersions) -> None:

@@ -19,7 +19,7 @@ from apps.applications.models import App, AppFile, AppVersion, PlanClass
 from apps.core.db import ModelColumns, fetch_rows
 from apps.core.domain.resources import ProcType
 from apps.projects.models import Project
-from apps.work.models import WorkSequence
+from apps.sequences.models import WorkSequence
 
 TTL_SECONDS = 10.0
 

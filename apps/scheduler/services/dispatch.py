@@ -471,7 +471,7 @@ def _candidates(
     ]
     params: list[object] = [ctx.project.id, *app_ids, host.id]
     if ctx.project.locality_scheduling:
-        # Issue 8 (locality): FILENAME__* work is sent only by the locality source, which
+        # Seed 004: FILENAME__* work is sent only by the locality source, which
         # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
         where.append(" AND w.locality_file_name = ''")
     if after is not None:

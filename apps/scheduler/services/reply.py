@@ -22,6 +22,7 @@ from apps.protocol import (
 )
 from apps.protocol.request_types import CoprocUsage
 from apps.scheduler.services.context import RpcContext, SentJob
+from apps.sequences.services.hosts import state_files_of_assignment
 from apps.volunteers.models import Account
 from apps.work.models import InputFile, OutputFile, WorkunitFileRef
 
@@ -123,11 +124,15 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
         ref = _REF.build(row)
         ref.file = _INPUT.build(row, _REF.width)
         refs_by_wu.setdefault(ref.workunit_id, []).append(ref)
-    # Issue 7 (seed 001): a sequence step reads the state its predecessor left on this host;
-    # such an input is declared as the host's own output file, never as a download.
-    from apps.scheduler.sources.sequences import sequence_state_outputs
-
-    own_states = sequence_state_outputs(ctx, {r.file.name for refs in refs_by_wu.values() for r in refs})
+    # Seed 001: a sequence step reads the state its predecessor left on this host; such an
+    # input is declared as the host's own output file, never as a download.
+    own_states = (
+        state_files_of_assignment(
+            host=ctx.host, names={r.file.name for refs in refs_by_wu.values() for r in refs}
+        )
+        if any(job.result.workunit.sequence_id for job in ctx.sent)
+        else {}
+    )
     outputs_by_result: dict[int, list[OutputFile]] = {}
     of_results, params = any_of("o.result_id", [j.result.id for j in ctx.sent], "bigint")
     for row in fetch_rows(
@@ -161,7 +166,7 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
                 )
         for ref in refs_by_wu.get(wu.id, []):
             f = ref.file
-            if f.name in own_states:  # issue 7, see own_states above
+            if f.name in own_states:  # a sequence step's state, see own_states above
                 file_infos.setdefault(f.name, _upload_file_info(ctx, own_states[f.name]))
                 continue
             file_infos.setdefault(
@@ -253,7 +258,7 @@ def _app_version_desc(job: SentJob, version: AppVersion, app_name: str) -> AppVe
 def _upload_file_info(ctx: RpcContext, output: OutputFile) -> FileInfoDesc:
     project = ctx.project
     if not output.upload:
-        # Issue 7 (seed 001): a sequence step's state file stays on the host for the next step.
+        # Seed 001: a sequence step's state file stays on the host for the next step.
         return FileInfoDesc(
             name=output.name, max_nbytes=output.max_nbytes, generated_locally=True, sticky=True
         )
@@ -270,5 +275,5 @@ def _upload_file_info(ctx: RpcContext, output: OutputFile) -> FileInfoDesc:
         upload_when_present=True,
         gzip_when_done=output.gzip_when_done,
         xml_signature=signature,
-        sticky=output.sticky,  # issue 7: a restartable step's state is uploaded and kept
+        sticky=output.sticky,  # a restartable sequence step's state is uploaded and kept
     )

@@ -1,6 +1,6 @@
 import django_filters
 
-from apps.work.models import Result, WorkSequence, Workunit
+from apps.work.models import Result, Workunit
 
 
 class WorkunitFilterSet(django_filters.FilterSet):
@@ -18,12 +18,3 @@ class ResultFilterSet(django_filters.FilterSet):
     class Meta:
         model = Result
         fields = ["app", "workunit", "host", "server_state", "outcome", "validate_state", "client_state"]
-
-
-class WorkSequenceFilterSet(django_filters.FilterSet):
-    # By name, as the workunit and result lists filter: operators know apps by name.
-    app = django_filters.CharFilter(field_name="app__name")
-
-    class Meta:
-        model = WorkSequence
-        fields = ["app", "state"]

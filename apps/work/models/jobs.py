@@ -104,7 +104,7 @@ class Workunit(models.Model):
 
     # Work sequences (seed 001).
     sequence = models.ForeignKey(
-        "work.WorkSequence", null=True, blank=True, on_delete=models.CASCADE, related_name="workunits"
+        "sequences.WorkSequence", null=True, blank=True, on_delete=models.CASCADE, related_name="workunits"
     )
     sequence_index = models.PositiveIntegerField(null=True, blank=True)
     restartable = models.BooleanField(default=False, help_text="Its result uploads the full state")

@@ -1,4 +1,4 @@
-"""Writes on workunits, results and sequences; each service opens its own transaction."""
+"""Writes on workunits and results; each service opens its own transaction."""
 
 from apps.work.services.assimilator import workunit_assimilate, workunits_assimilate
 from apps.work.services.cancel import workunit_cancel, workunit_cancel_batch
@@ -13,7 +13,6 @@ from apps.work.services.create import (
 )
 from apps.work.services.file_deleter import files_delete
 from apps.work.services.purge import workunits_purge
-from apps.work.services.sequences import sequence_deassign_many, sequence_end_many
 from apps.work.services.transitioner import workunit_transition, workunits_transition
 from apps.work.services.validator import workunit_validate, workunits_validate
 
@@ -24,8 +23,6 @@ __all__ = [
     "WorkError",
     "files_delete",
     "result_create",
-    "sequence_deassign_many",
-    "sequence_end_many",
     "workunit_assimilate",
     "workunit_cancel",
     "workunit_cancel_batch",

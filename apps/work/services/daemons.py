@@ -3,6 +3,10 @@
 Each daemon is one service taking ``(project, now, limit)`` and returning a DaemonPass; the
 Celery tasks and ``run_daemons`` run it for every project that has not paused it and record a
 DaemonRun under the name the status page uses (apps.portal.selectors.DAEMON_PERIODS).
+
+Apps built on work add their daemons to the round with ``daemon_register`` from their
+AppConfig.ready() (work, below them in the import layers, never imports them): the sequences
+app adds sequence_deadlines.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from apps.projects.services import DaemonPass, daemon_run_for_projects
 from apps.work.services.assimilator import workunits_assimilate
 from apps.work.services.file_deleter import files_delete
 from apps.work.services.purge import workunits_purge
-from apps.work.services.sequence_deadlines import sequence_deadlines_check
 from apps.work.services.transitioner import workunits_transition
 from apps.work.services.validator import workunits_validate
 
@@ -64,27 +67,30 @@ def _feeder(p: Project, now: datetime, o: PassOptions) -> DaemonPass:
     return credit_normalize_project(project=p)
 
 
-def _sequence_deadlines(p: Project, now: datetime, o: PassOptions) -> DaemonPass:
-    return sequence_deadlines_check(project=p, now=now, limit=o.batch)
-
-
 @dataclass(frozen=True, slots=True)
 class Daemon:
     name: str  # as in DAEMON_PERIODS and Project.paused_daemons
     run: ProjectDaemon
 
 
-# One round, in BOINC's pipeline order: each daemon's output is the next one's input.
-DAEMONS: tuple[Daemon, ...] = (
+# One round, in BOINC's pipeline order: each daemon's output is the next one's input. The
+# registered daemons of other apps follow.
+DAEMONS: list[Daemon] = [
     Daemon("transitioner", _transitioner),
     Daemon("validator", _validator),
     Daemon("assimilator", _assimilator),
     Daemon("file_deleter", _file_deleter),
     Daemon("db_purge", _purge),
     Daemon("feeder", _feeder),
-    Daemon("sequence_deadlines", _sequence_deadlines),
-)
+]
 DAEMONS_BY_NAME = {d.name: d for d in DAEMONS}
+
+
+def daemon_register(daemon: Daemon) -> None:
+    """Add another app's daemon to the end of the round (once: ready() may run again)."""
+    if daemon.name not in DAEMONS_BY_NAME:
+        DAEMONS.append(daemon)
+        DAEMONS_BY_NAME[daemon.name] = daemon
 
 
 def daemon_run(name: str, *, slug: str | None = None, options: PassOptions | None = None) -> DaemonPass:

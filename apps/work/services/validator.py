@@ -59,6 +59,7 @@ from apps.work.domain.validation import (
     transient_retry_time,
 )
 from apps.work.models import OutputFile, Result, Workunit
+from apps.work.services.extensions import step_validated
 from apps.work.services.host_outcomes import judged_host_app_versions_sql, results_record_outcome
 
 logger = logging.getLogger(__name__)
@@ -205,9 +206,7 @@ def _sequence_progress(wu_id: int, now: datetime) -> None:
     """Seed 001: a validated step moves its work sequence on (after the validator's commit).
     A failure here is left to the sequence-deadline daemon, which catches heads behind."""
     try:
-        from apps.work.services.sequences import sequence_on_result_validated
-
-        sequence_on_result_validated(workunit_id=wu_id, now=now)
+        step_validated(workunit_id=wu_id, now=now)
     except Exception:
         logger.exception("validator: sequence progress of workunit %s failed", wu_id)
 

@@ -1,11 +1,14 @@
-"""BOINC's create_work: create workunits (and their first results) from templates and files."""
+"""BOINC's create_work: create workunits (and their first results) from templates and files.
+
+The sequences app extends this command with seed 001's ``--sequence`` options (its own
+create_work, which Django runs instead of this one, subclasses this Command).
+"""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.applications.models import App
 from apps.core.progress import Progress
 from apps.projects.models import Project
-from apps.work.services import JobSpec, OutputSpec, WorkError, workunits_create
-from apps.work.services.sequences import SequenceSpec, sequence_create
+from apps.work.services import JobSpec, WorkError, workunits_create
 from apps.work.services.templates import job_from_templates, load_input_template, load_output_template
 
 FLOAT_OPTS = ("rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound", "delay_bound")
@@ -54,9 +56,7 @@ def job_options(ns: argparse.Namespace) -> dict[str, object]:
 class Command(BaseCommand):
     help = (
         "Create jobs: create_work --project SLUG --appname NAME [--wu_name NAME] [--wu_template F] "
-        "[--result_template F] [--rsc_fpops_est X ...] [--stdin] [INPUT_FILE ...]; with --sequence NAME "
-        "--max_result_time S [--sequence_length N] [--restartable_every K] [--state_output NAME], "
-        "a work sequence whose first step reads the input files"
+        "[--result_template F] [--rsc_fpops_est X ...] [--stdin] [INPUT_FILE ...]"
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -68,18 +68,9 @@ class Command(BaseCommand):
             "--stdin", action="store_true", help="one job per line: per-job options and files"
         )
         add_job_options(parser)
-        add_sequence_options(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        project = Project.objects.filter(slug=opts["project"]).first()
-        if project is None:
-            raise CommandError(f"no project with slug {opts['project']!r}")
-        app = App.objects.filter(project=project, name=opts["appname"]).first()
-        if app is None:
-            raise CommandError(f"no app named {opts['appname']!r} in project {project.slug}")
-        if opts["sequence"]:
-            self._sequence(project, app, opts)
-            return
+        project, app = self.project_and_app(opts)
         try:
             in_t = load_input_template(opts["wu_template"]) if opts["wu_template"] else None
             out_t = load_output_template(opts["result_template"]) if opts["result_template"] else None
@@ -98,6 +89,15 @@ class Command(BaseCommand):
         for wu in created[:5]:
             self.stdout.write(f"created workunit {wu.name}")
         self.stdout.write(self.style.SUCCESS(f"Created {len(created)} workunit(s)."))
+
+    def project_and_app(self, opts: dict[str, Any]) -> tuple[Project, App]:
+        project = Project.objects.filter(slug=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project with slug {opts['project']!r}")
+        app = App.objects.filter(project=project, name=opts["appname"]).first()
+        if app is None:
+            raise CommandError(f"no app named {opts['appname']!r} in project {project.slug}")
+        return project, app
 
     def _job(self, in_t: Any, out_t: Any, infiles: list[Path], options: dict[str, object]) -> JobSpec:
         return job_from_templates(
@@ -122,74 +122,3 @@ class Command(BaseCommand):
         if not jobs:
             raise CommandError("--stdin given but no job lines were read")
         return jobs
-
-    def _sequence(self, project: Project, app: App, opts: dict[str, Any]) -> None:
-        """Seed 001: a work sequence; the input files are step 0's (the initial state)."""
-        if opts["stdin"]:
-            raise CommandError("--sequence creates one sequence; it cannot be combined with --stdin")
-        if opts["max_result_time"] is None:
-            raise CommandError("--sequence needs --max_result_time (seconds of real time per result)")
-        try:
-            in_t = load_input_template(opts["wu_template"]) if opts["wu_template"] else None
-            out_t = load_output_template(opts["result_template"]) if opts["result_template"] else None
-            job = self._job(
-                in_t, out_t, [Path(p) for p in opts["infiles"]], job_options(argparse.Namespace(**opts))
-            )
-            spec = SequenceSpec(
-                name=opts["sequence"],
-                job=replace(
-                    job, name="", inputs=(), outputs=state_outputs(job.outputs, opts["state_output"])
-                ),
-                first_inputs=job.inputs,
-                max_result_time=opts["max_result_time"],
-                length=opts["sequence_length"],
-                initial_steps=opts["initial_steps"],
-                restartable_every=opts["restartable_every"],
-            )
-            seq = sequence_create(project=project, app=app, spec=spec)
-        except WorkError as exc:
-            raise CommandError(str(exc)) from exc
-        n = seq.workunits.count()
-        kind = f"{opts['sequence_length']} steps" if opts["sequence_length"] else "open-ended"
-        self.stdout.write(self.style.SUCCESS(f"Created sequence {seq.name} ({kind}; {n} step(s) so far)."))
-
-
-def add_sequence_options(parser: argparse.ArgumentParser) -> None:
-    """Seed 001's work sequences (see docs/sequences.md)."""
-    group = parser.add_argument_group("work sequences (seed 001)")
-    group.add_argument("--sequence", metavar="NAME", help="create a work sequence of this name")
-    group.add_argument(
-        "--sequence_length", type=int, metavar="N", help="number of steps; omit for an open-ended sequence"
-    )
-    group.add_argument(
-        "--initial_steps", type=int, default=3, metavar="M", help="open-ended: steps created now (default 3)"
-    )
-    group.add_argument(
-        "--max_result_time", type=float, metavar="S", help="seconds of real time a host may take per step"
-    )
-    group.add_argument(
-        "--restartable_every",
-        type=int,
-        default=0,
-        metavar="K",
-        help="every K-th step uploads the full state (0: only the last)",
-    )
-    group.add_argument(
-        "--state_output",
-        action="append",
-        default=[],
-        metavar="OPEN_NAME",
-        help="an output that is the state the next step reads (repeatable; default: the first output)",
-    )
-
-
-def state_outputs(outputs: tuple[OutputSpec, ...], names: list[str]) -> tuple[OutputSpec, ...]:
-    """Mark the state files among the outputs; the others are reports, always uploaded."""
-    unknown = set(names) - {o.open_name for o in outputs}
-    if unknown:
-        raise WorkError(
-            f"--state_output names no output of the result template: {', '.join(sorted(unknown))}"
-        )
-    return tuple(
-        replace(o, sequence_state=(o.open_name in names) if names else i == 0) for i, o in enumerate(outputs)
-    )

@@ -1,7 +1,0 @@
-from rest_framework.routers import SimpleRouter
-
-from apps.work.api.sequences import WorkSequenceViewSet
-
-router = SimpleRouter()
-router.register(r"projects/(?P<slug>[-\w]+)/sequences", WorkSequenceViewSet, basename="worksequence")
-urlpatterns = router.urls

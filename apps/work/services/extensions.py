@@ -1,0 +1,27 @@
+"""Calls from work's daemons into the apps built on work, registered from their AppConfig.ready().
+
+work sits below those apps in the import layers, so it never imports them. The sequences app
+(seed 001) moves a sequence on when one of its steps validates (``step_validated_connect``) and
+adds its deadline daemon to the round (apps.work.services.daemons.daemon_register).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+StepValidated = Callable[..., None]  # called as hook(workunit_id=..., now=...)
+
+_step_validated: list[StepValidated] = []
+
+
+def step_validated_connect(hook: StepValidated) -> None:
+    """Have ``hook`` called whenever a work-sequence step validates (once: ready() may run again)."""
+    if hook not in _step_validated:
+        _step_validated.append(hook)
+
+
+def step_validated(*, workunit_id: int, now: datetime) -> None:
+    """The validator, after its commit: a workunit that is a step of a work sequence changed."""
+    for hook in _step_validated:
+        hook(workunit_id=workunit_id, now=now)
