@@ -190,3 +190,73 @@ def test_a_chain_in_error_ends_its_siblings(project, chains, computer, now):
     head = _head(r1)
     assert head.state == SequenceState.ERROR
     assert head.error_reason == "replica chain r ended in error: relocated too often"
+
+
+def _agree_then_disagree_at_the_end(chains, computer, now):
+    """Chains r (host a) and r_r1 (host b) agree at checkpoints 1 and 3; then b computes wrong
+    state for the last two steps, so they disagree at step 5, the final checkpoint."""
+    r, r1 = chains()
+    a, b = computer("a"), computer("b")
+    a.rpc(now)
+    b.rpc(now)
+    for start in (now, now + timedelta(days=6)):
+        _compute(a, r, 2, start)
+        _compute(b, r1, 2, start)
+        for chain in (r, r1):
+            sequence_refresh(sequence_id=chain.id, now=start + timedelta(days=6))
+    assert _head(r).checkpoint_result.name == "r_s3_0"
+    b.faulty = True
+    _compute(a, r, 2, now + timedelta(days=12))
+    later = _compute(b, r1, 2, now + timedelta(days=12))
+    for chain in (r, r1):
+        sequence_refresh(sequence_id=chain.id, now=later)
+    return r, r1, later
+
+
+def test_chains_that_disagree_at_the_final_checkpoint_restart_from_the_last_agreed_one(chains, computer, now):
+    r, r1, later = _agree_then_disagree_at_the_end(chains, computer, now)
+    for chain, agreed in ((r, "r_s3_0"), (r1, "r_r1_s3_0")):
+        head = _head(chain)
+        # Not ENDED although every step has a validated result: the last one is not agreed.
+        assert head.state == SequenceState.UNASSIGNED
+        assert head.checkpoint_result.name == agreed
+        assert head.first_undispatched.sequence_index == 4
+        assert head.n_disagreements == 1
+    assert Result.objects.get(name="r_s5_0").validate_state == ValidateState.INVALID
+    assert Result.objects.get(name="r_r1_s5_0").validate_state == ValidateState.INVALID
+    c, d = computer("c"), computer("d")
+    reply = c.rpc(later + timedelta(days=7))
+    assert (reply.work_sequences_assigned, reply.results[0].name) == (("r",), "r_s4_1")
+    reply = d.rpc(later + timedelta(days=7))
+    assert (reply.work_sequences_assigned, reply.results[0].name) == (("r_r1",), "r_r1_s4_1")
+
+
+def test_chains_restarted_after_disagreeing_at_the_final_checkpoint_end_once_they_agree(
+    chains, computer, now
+):
+    r, r1, later = _agree_then_disagree_at_the_end(chains, computer, now)
+    c, d = computer("c"), computer("d")
+    c.rpc(later)
+    d.rpc(later)
+    _compute(c, r, 2, later)
+    done = _compute(d, r1, 2, later)
+    for chain in (r, r1):
+        sequence_refresh(sequence_id=chain.id, now=done)
+    assert [(_head(chain).state, _head(chain).checkpoint_result.name) for chain in (r, r1)] == [
+        (SequenceState.ENDED, "r_s5_1"),
+        (SequenceState.ENDED, "r_r1_s5_1"),
+    ]
+
+
+def test_chains_that_disagree_at_the_final_checkpoint_once_too_often_end_in_error(
+    project, chains, computer, now
+):
+    project.sequence_max_disagreements = 0
+    project.save(update_fields=["sequence_max_disagreements"])
+    r, r1, _later = _agree_then_disagree_at_the_end(chains, computer, now)
+    reason = "the replica chains disagreed at step 5 (1 time; the project allows 0 restarts)"
+    assert (_head(r1).state, _head(r1).error_reason) == (SequenceState.ERROR, reason)
+    assert (_head(r).state, _head(r).error_reason) == (
+        SequenceState.ERROR,
+        f"replica chain r_r1 ended in error: {reason}",
+    )
