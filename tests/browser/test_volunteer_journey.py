@@ -1,9 +1,10 @@
 """A volunteer's journey in a browser, on a phone and on a desktop: sign up, attach a
 computer (a simulated 7.20 client making real scheduler RPCs and uploads over HTTP), see
-the task pending and then granted once the daemons ran, join a team, set computing
-preferences (which the computer then receives), edit the account and reset the password
-from the email. Every page is looked at 1366 and 390 pixels wide: it must not scroll
-sideways, and a screenshot of it is kept (var/test-artifacts/browser/)."""
+the task pending and then granted once the daemons ran, join a team and quit it, set
+computing preferences for everywhere and for work (which the computer then receives), edit
+the account, change the password and reset it from the email. Every page is looked at 1366
+and 390 pixels wide: it must not scroll sideways, and a screenshot of it is kept
+(var/test-artifacts/browser/)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 PLATFORM = "x86_64-pc-linux-gnu"
 PASSWORD = "a long secret"
+CHANGED_PASSWORD = "a changed long secret"
 
 
 @pytest.fixture
@@ -74,6 +76,12 @@ def computer(project: Project, authenticator: str) -> LeanHost:
 
 def run_daemons() -> None:
     call_command("run_daemons", "--once", stdout=StringIO(), stderr=StringIO())
+
+
+def log_in(page, email: str, password: str) -> None:  # type: ignore[no-untyped-def]
+    page.fill("#id_email", email)
+    page.fill("#id_password", password)
+    page.click("button:has-text('Log in')")
 
 
 def task_row(page):  # type: ignore[no-untyped-def]
@@ -146,6 +154,10 @@ def test_volunteer_journey(live_server, project, page, look_phone_last):
     page.locator("a[href*='show_host_detail.php']").first.click()
     expect(page.locator("#cpu-speed")).to_have_text("1.0 GFLOPS")
     look(page, "computer")
+    page.click("#host-tasks")
+    expect(task_row(page).locator("td.status")).to_have_text("Completed and validated")
+    expect(page.locator("#granted-credit")).to_have_text(credit)
+    look(page, "computer-tasks")
 
     # Join a team from the teams list.
     page.click("header >> text=Teams")
@@ -164,6 +176,10 @@ def test_volunteer_journey(live_server, project, page, look_phone_last):
     assert mail.outbox[-1].to == [Account.objects.get(name="Linus").email_addr]
     page.goto(f"{base}/team_quit.php")
     look(page, "team-quit")
+    page.click("button:has-text('Quit Crunchers')")
+    expect(page.locator("ul.messages")).to_contain_text("You left Crunchers")
+    expect(page.locator("table.stack tbody")).not_to_contain_text("Ada")
+    expect(page.locator("#join-team")).to_be_visible()
     page.goto(f"{base}/top_teams.php")
     page.click("#create-team")
     look(page, "team-create")
@@ -191,6 +207,8 @@ def test_volunteer_journey(live_server, project, page, look_phone_last):
     expect(page.locator("ul.messages")).to_contain_text("Your preferences are saved")
     expect(page.locator("#prefs-primary")).to_contain_text("50 % of the CPUs")
     page.click("#add-work")
+    expect(page.locator("h1")).to_have_text("Add preferences for work")
+    look(page, "prefs-edit-work")
     page.fill("#id_cpu_usage_limit", "40")
     page.click("button:has-text('Add preferences')")
     expect(page.locator("#prefs-work")).to_contain_text("40 % of CPU time")
@@ -222,11 +240,22 @@ def test_volunteer_journey(live_server, project, page, look_phone_last):
     expect(page.locator("#account-email")).to_have_text("ada@lovelace.example")
     page.click("#edit-passwd")
     look(page, "edit-password")
+    page.fill("#id_old_password", PASSWORD)
+    page.fill("#id_new_password1", CHANGED_PASSWORD)
+    page.fill("#id_new_password2", CHANGED_PASSWORD)
+    page.click("button:has-text('Change password')")
+    expect(page.locator("ul.messages")).to_contain_text("Your password is changed")
 
-    # Log out, forget the password, reset it from the email, log in with the new one.
-    page.goto(f"{base}/account/")
+    # Log out: the old password no longer opens the account, the new one does.
     page.click("button:has-text('Log out')")
     look(page, "login")
+    log_in(page, "ada@lovelace.example", PASSWORD)
+    expect(page.locator("ul.errorlist")).to_have_text("Wrong email or password.")
+    log_in(page, "ada@lovelace.example", CHANGED_PASSWORD)
+    expect(page.locator("#nav-account")).to_have_text("Ada Lovelace")
+
+    # Log out, forget the password, reset it from the email, log in with the new one.
+    page.click("button:has-text('Log out')")
     page.click("#forgot-password")
     look(page, "password-reset")
     mail.outbox.clear()
@@ -244,9 +273,7 @@ def test_volunteer_journey(live_server, project, page, look_phone_last):
     expect(page.locator("#reset-complete")).to_be_visible()
     look(page, "password-reset-done")
     page.click("#reset-complete a")
-    page.fill("#id_email", "ada@lovelace.example")
-    page.fill("#id_password", "another long secret")
-    page.click("button:has-text('Log in')")
+    log_in(page, "ada@lovelace.example", "another long secret")
     expect(page.locator("#nav-account")).to_have_text("Ada Lovelace")
 
     # The project's status, linked from every page.
