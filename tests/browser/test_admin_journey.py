@@ -1,19 +1,23 @@
 """An admin's rounds in a browser, at 1366 and 390 pixels wide: the portal's name on every
 page, the project dashboards from the index, the results list readable beside its filters,
-the models' names spelt right, the credit chart's labels at the page's size. No page scrolls
+the models' names spelt right, the work sequences' title clear of the Add button, the credit
+chart's labels at the page's size. No page scrolls
 sideways; a screenshot of each is kept (var/test-artifacts/browser/)."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from apps.applications.models import PlanClass
 from apps.locality.models import LocalityFile, NeedWork
 from apps.projects.services import project_create
+from apps.sequences.services import SequenceSpec, sequence_create
 from apps.work.domain.states import Outcome, ServerState, ValidateState
-from tests.browser.conftest import PHONE, admin_login
+from apps.work.services import JobSpec, OutputSpec
+from tests.browser.conftest import DESKTOP, PHONE, admin_login
 from tests.factories import (
     AccountFactory,
     AppFactory,
@@ -24,6 +28,27 @@ from tests.factories import (
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def text_lines(page, selector: str) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
+    """The boxes of the lines of text of the elements ``selector`` finds (a heading's own box
+    spans the whole width, beside the buttons too)."""
+    return page.evaluate(
+        """s => [...document.querySelectorAll(s)].flatMap(e => {
+            const r = document.createRange(); r.selectNodeContents(e);
+            return [...r.getClientRects()].map(b => ({x: b.x, y: b.y, width: b.width, height: b.height}));
+        })""",
+        selector,
+    )
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
 
 
 @pytest.fixture
@@ -49,6 +74,23 @@ def project(db):  # type: ignore[no-untyped-def]
             received_time="2026-11-21T12:30Z",
         )
     PlanClass.objects.create(project=project, name="cuda_big")
+    # The seed's climate example: 60 steps of 3 days, the state uploaded every 7th.
+    sequence_create(
+        project=project,
+        app=app,
+        spec=SequenceSpec(
+            name="climate_run_042",
+            job=JobSpec(
+                outputs=(OutputSpec(open_name="state", max_nbytes=10_000_000, sequence_state=True),),
+                rsc_fpops_est=2.6e14,
+                rsc_fpops_bound=2.6e15,
+            ),
+            max_result_time=4 * 86400,
+            length=60,
+            restartable_every=7,
+        ),
+        now=timezone.now(),
+    )
     NeedWork.objects.create(
         file=LocalityFile.objects.create(project=project, name="h1_0100"), requested_time="2026-11-20T00:00Z"
     )
@@ -96,6 +138,22 @@ def test_admin_rounds(live_server, page, project, look_desktop_last):
     expect(page.locator("#changelist-filter")).to_contain_text("Couldn't Send")
     page.goto(f"{base}/volunteers/account/")
     look(page, "accounts")
+
+    # The work sequences: the page's title, subtitle and note beside its buttons, never under
+    # them (a long subtitle once ran under the Add button).
+    page.goto(f"{base}/sequences/worksequence/")
+    expect(page.locator("#result_list")).to_contain_text("climate_run_042")
+    look(page, "work-sequences")
+    for size in (PHONE, DESKTOP):
+        page.set_viewport_size(size)
+        tools = page.locator("ul.object-tools a")
+        expect(tools.first).to_be_visible()
+        lines = text_lines(page, "#content > h1, #content > h2, #content-main > p.help")
+        assert len(lines) >= 2
+        for tool in tools.all():
+            box = tool.bounding_box()
+            for line in lines:
+                assert not overlap(line, box), f"text covers {tool.inner_text()!r} at {size['width']}px"
     page.goto(f"{base}/volunteers/team/")
     look(page, "teams")
 
