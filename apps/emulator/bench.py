@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,7 @@ from apps.emulator.live import (
     varied_hardware,
 )
 from apps.emulator.live.lean import INTERVAL as LEAN_INTERVAL
+from apps.work.bench_support import postgres_cpu_seconds
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 MANAGE = BASE_DIR / "manage.py"
@@ -111,20 +111,6 @@ class BenchResult:
     load: tuple[float, float] = (0.0, 0.0)  # the machine's 1-minute load average before, after
 
 
-def machine_description() -> str:
-    cpus = os.cpu_count() or 0
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return (
-        f"{cpus} CPU(s) {model}, Python {platform.python_version()}, {platform.system()} {platform.release()}"
-    )
-
-
 def run_benchmark(
     label: str, database_url: str, options: BenchOptions, log: Callable[[str], object] = lambda _: None
 ) -> BenchResult:
@@ -147,14 +133,14 @@ def run_benchmark(
                 local_pg = _is_local_postgres(url)
                 load_before = os.getloadavg()[0]
                 server_before, client_before = tree_cpu_seconds(server.pid), time.process_time()
-                database_before = _postgres_cpu() if local_pg else 0.0
+                database_before = postgres_cpu_seconds() if local_pg else 0.0
                 log(f"{label}: {options.hosts} {options.client} hosts for {options.seconds:.0f} s...")
                 summary = run_hosts(options, f"http://127.0.0.1:{port}/{SLUG}/", authenticators)
                 server_cpu, client_cpu = (
                     tree_cpu_seconds(server.pid) - server_before,
                     time.process_time() - client_before,
                 )
-                database_cpu = _postgres_cpu() - database_before if local_pg else None
+                database_cpu = postgres_cpu_seconds() - database_before if local_pg else None
                 load = (load_before, os.getloadavg()[0])
         except StackError as exc:
             raise BenchError(str(exc)) from exc
@@ -208,27 +194,6 @@ def _log_tail(log: Path) -> str:
 def _is_local_postgres(url: str) -> bool:
     parts = urlsplit(url)
     return parts.scheme.startswith("postgres") and parts.hostname in ("127.0.0.1", "localhost", "::1")
-
-
-def _postgres_cpu() -> float:
-    """CPU seconds used so far by this machine's live PostgreSQL processes (Linux /proc).
-
-    The benchmark's own database is the only busy one while it runs; the server's other
-    databases add their background work, if any.
-    """
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            head, rest = (entry / "stat").read_text().rsplit(")", 1)
-        except OSError:
-            continue
-        if head.endswith("(postgres"):
-            fields = rest.split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 def server_env(database_url: str, port: int, tmp: Path) -> dict[str, str]:

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from apps.core import clock
 from apps.core.db import advisory_key
 from apps.core.domain.signing import generate_key_pair
+from apps.core.stages import stage
 from apps.projects.models import DaemonRun, Project
 
 logger = logging.getLogger(__name__)
@@ -119,14 +120,15 @@ def daemon_pass_run(*, project: Project | None, daemon: str, run: Callable[[], D
     so one failing project does not stop the others (the pass is retried next time)."""
     started = clock.now()
     t0 = time.monotonic()
-    try:
-        outcome = run()
-    except Exception as exc:
-        logger.exception("%s pass failed for %s", daemon, project.slug if project else "all projects")
-        outcome = DaemonPass(errors=1, message=f"{type(exc).__name__}: {exc}")
-    daemon_run_record(
-        project=project, daemon=daemon, started=started, duration=time.monotonic() - t0, outcome=outcome
-    )
+    with stage(daemon):
+        try:
+            outcome = run()
+        except Exception as exc:
+            logger.exception("%s pass failed for %s", daemon, project.slug if project else "all projects")
+            outcome = DaemonPass(errors=1, message=f"{type(exc).__name__}: {exc}")
+        daemon_run_record(
+            project=project, daemon=daemon, started=started, duration=time.monotonic() - t0, outcome=outcome
+        )
     return outcome
 
 

@@ -43,6 +43,7 @@ from django.views.decorators.csrf import csrf_exempt
 from apps.core import clock
 from apps.core.domain.signing import file_md5_hex, verify_upload_certificate
 from apps.core.metrics import upload_count
+from apps.core.stages import stage
 from apps.projects.models import DaemonRun, Project
 from apps.protocol import (
     FileSizeQuery,
@@ -286,6 +287,11 @@ def file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
     The client labels the raw body x-www-form-urlencoded, so the body is read from the
     stream and request.POST is never touched (it would parse, and buffer, the file).
     """
+    with stage("upload"):
+        return _file_upload_handler(request, slug)
+
+
+def _file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         response = _upload_reply(
             UploadOutcome.refuse("The upload handler takes uploads sent by POST"), status=405

@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
 from apps.core.metrics import scheduler_rpc_observe
+from apps.core.stages import stage
 from apps.projects.models import Project
 from apps.protocol import ProtocolError, error_reply, parse_request, render_reply
 from apps.scheduler.admission import busy_delay, busy_reply, scheduler_slot
@@ -67,7 +68,8 @@ def read_body(request: HttpRequest, limit: int) -> bytes:
 @csrf_exempt
 def scheduler_xml(request: HttpRequest, slug: str) -> HttpResponse:
     started = time.perf_counter()
-    response, outcome, project = _scheduler_xml(request, slug)
+    with stage("scheduler_rpc"):
+        response, outcome, project = _scheduler_xml(request, slug)
     scheduler_rpc_observe(
         project=project.slug if project else "", outcome=outcome, seconds=time.perf_counter() - started
     )

@@ -10,6 +10,8 @@ points there.
 from __future__ import annotations
 
 import json
+import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +62,38 @@ def run_manage(
 def last_json(output: str) -> Any:
     """The JSON object a subprocess printed on its last line."""
     return json.loads(output.strip().splitlines()[-1])
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU seconds used so far by this machine's live PostgreSQL processes (Linux /proc).
+
+    A benchmark's own database is the only busy one while it runs; the server's other
+    databases add their background work, if any.
+    """
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            head, rest = (entry / "stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if head.endswith("(postgres"):
+            fields = rest.split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def machine_description() -> str:
+    cpus = os.cpu_count() or 0
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{cpus} CPU(s) {model}, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )

@@ -46,3 +46,7 @@ def test_jobs_flow_through_two_web_processes_and_two_workers():
     assert outcome.accounts_with_credit >= 2
     assert outcome.daemon_runs.get("validator", 0) >= 1
     assert outcome.daemon_runs.get("assimilator", 0) >= 1
+    # The web and worker processes metered their stages for bench_pipeline's table.
+    metered = {name for name, (_, statements, _) in outcome.stages.items() if statements}
+    assert {"scheduler_rpc", "upload", "transitioner", "validator", "assimilator", "db_purge"} <= metered
+    assert outcome.cpu["PostgreSQL"] > 0

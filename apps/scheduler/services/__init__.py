@@ -10,6 +10,7 @@ from django.db import transaction
 from apps.core.db import advisory_xact_lock, use_generic_plans
 from apps.core.domain.resources import ProcType
 from apps.core.metrics import jobs_dispatched_count
+from apps.core.stages import stage
 from apps.projects.models import Project
 from apps.protocol import SchedulerReply, SchedulerRequest
 from apps.scheduler.domain.policy import WorkNeed
@@ -84,9 +85,10 @@ def scheduler_request_handle(
         host_app_versions_lock(ctx)
         # Before reports: a re-attached client dropped its tasks. After the host_app_version
         # locks, as every writer of results takes them (the daemons wait in the same order).
-        detached_results_over(ctx)
-        results_report(ctx)
-        ctx.writes.flush()  # the host and its reports, before anything reads results
+        with stage("report"):
+            detached_results_over(ctx)
+            results_report(ctx)
+            ctx.writes.flush()  # the host and its reports, before anything reads results
         results_to_abort(ctx)
         versions = host_versions(ctx)
         if _platform_unsupported(ctx, versions):
@@ -95,10 +97,11 @@ def scheduler_request_handle(
             )
         # Seed 001: sequence notices and the two-steps-ahead floor, whatever the request asks.
         sequences_prepare(ctx, versions, work_need)
-        _send_work(ctx, versions)
-        host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
-        transition_times_save(ctx)  # the reports' ones, if nothing was sent
-        ctx.writes.flush()
+        with stage("dispatch"):
+            _send_work(ctx, versions)
+            host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
+            transition_times_save(ctx)  # the reports' ones, if nothing was sent
+            ctx.writes.flush()
         ctx.global_prefs_out = global_prefs_exchange(ctx)
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Seed 004: wait for on-demand locality work after the commit, holding no transaction.

@@ -30,10 +30,10 @@ from apps.emulator.bench import (
     BenchError,
     BenchOptions,
     format_bench_table,
-    machine_description,
     run_benchmark,
     run_profile,
 )
+from apps.work.bench_support import machine_description
 
 
 class Command(BaseCommand):

@@ -24,6 +24,7 @@ handler does). ``--role`` runs one part in a subprocess; the orchestrating run s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -43,8 +44,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import Resolver404, resolve
 
-from apps.core.stack import ManagedProcess, admin_sql, free_port, port_open, with_db
-from apps.work.bench_support import last_json, run_manage, schema_create
+from apps.core.stack import ManagedProcess, admin_sql, free_port, port_open, tree_cpu_seconds, with_db
+from apps.core.stages import FLUSH_SECONDS, stage_totals_read
+from apps.work.bench_support import (
+    last_json,
+    machine_description,
+    postgres_cpu_seconds,
+    run_manage,
+    schema_create,
+)
 
 BASE_DIR = Path(settings.BASE_DIR)
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -258,34 +266,60 @@ def inprocess_post() -> Post:
 
 
 def pipeline_counts() -> dict[str, int]:
-    from apps.work.domain.states import AssimilateState
+    from apps.work.domain.states import AssimilateState, FileDeleteState
     from apps.work.models import Workunit
 
     wus = Workunit.objects.filter(project__slug=SLUG)
     return {
         "workunits": wus.count(),
         "assimilated": wus.filter(assimilate_state=AssimilateState.DONE).count(),
+        "files_left": wus.exclude(file_delete_state=FileDeleteState.DONE).count(),
     }
 
 
 def run_embedded_role(jobs: int, hosts: int) -> dict[str, Any]:
-    """Setup, then hosts and inline daemon rounds until every workunit is assimilated."""
-    from apps.work.services.daemons import daemons_round
+    """Setup, then hosts and inline daemon rounds until every workunit is assimilated and its
+    files are deleted; then db_purge as if the purge age had passed. The stages' costs are
+    metered in this process (apps.core.stages)."""
+    from apps.core.stages import stage_meter_enable, stage_totals
+    from apps.work.services.daemons import PassOptions, daemon_run, daemons_round
 
     setup = pipeline_setup(jobs=jobs, hosts=hosts)
     post = inprocess_post()
     sims = [SimulatedHost(key, post, f"host{i}") for i, key in enumerate(setup["authenticators"])]
-    start = time.monotonic()
-    rounds = 0
-    while pipeline_counts()["assimilated"] < jobs:
+    stage_meter_enable()
+    start, cpu_start = time.monotonic(), time.process_time()
+    rounds = assimilated = 0
+    last_progress = start
+    while True:
         rounds += 1
         if rounds > 200 + jobs:
             raise RuntimeError(f"no progress: {pipeline_counts()}")
         for sim in sims:
             sim.rpc()
-        daemons_round(slug=SLUG)
-    seconds = time.monotonic() - start
-    return {"jobs": jobs, "seconds": seconds, "rate": jobs / seconds, "rounds": rounds}
+        passes = daemons_round(slug=SLUG)
+        assimilated += passes["assimilator"].items
+        if assimilated >= jobs and not passes["file_deleter"].items and not pipeline_counts()["files_left"]:
+            break
+        if time.monotonic() - last_progress > 10:
+            last_progress = time.monotonic()
+            print(
+                f"{time.strftime('%H:%M:%S')} assimilated {assimilated}/{jobs}", file=sys.stderr, flush=True
+            )
+    seconds, cpu = time.monotonic() - start, time.process_time() - cpu_start
+    # db_purge as it runs once the purge age has passed: every workunit archived and deleted.
+    purge_start = time.monotonic()
+    while daemon_run("db_purge", slug=SLUG, options=PassOptions(purge_min_age_days=0)).items:
+        pass
+    return {
+        "jobs": jobs,
+        "seconds": seconds,
+        "rate": jobs / seconds,
+        "rounds": rounds,
+        "cpu": cpu,
+        "purge_seconds": time.monotonic() - purge_start,
+        "stages": stage_totals(),
+    }
 
 
 def run_clients_role(urls: list[str], authenticators: list[str], stop_file: Path) -> None:
@@ -330,6 +364,8 @@ class DistributedOutcome:
     daemon_runs: dict[str, int]
     schema: str
     upload: str
+    stages: dict[str, tuple[float, int, int]] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # web, workers, PostgreSQL, clients
 
     @property
     def rate(self) -> float:
@@ -370,8 +406,10 @@ def run_distributed(
         "DEBUG": "false",
         "SECRET_KEY": "bench-" + token,
         "LOG_LEVEL": "WARNING",
+        "COBBLESTONE_STAGE_METER_DIR": str(work / "stages"),
     }
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
+    (work / "stages").mkdir()
     procs: list[ManagedProcess] = []
     stop_file = work / "stop"
     admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
@@ -402,6 +440,9 @@ def run_distributed(
             )  # fmt: skip
         for proc in procs:
             proc.start()
+        servers = list(procs)
+        cpu_before = {p.name: tree_cpu_seconds(p.pid) for p in servers}
+        db_before = postgres_cpu_seconds()
         start = time.monotonic()
         urls = ",".join(f"http://127.0.0.1:{p}" for p in ports)
         clients = ManagedProcess(
@@ -416,7 +457,18 @@ def run_distributed(
         assimilated = _drive(broker, queue, db_url, jobs, start + timeout, log)
         seconds = time.monotonic() - start
         stop_file.touch()
-        return _collect(db_url, work, jobs, seconds, assimilated, schema)
+        clients_cpu = tree_cpu_seconds(clients.pid)
+        outcome = _collect(db_url, work, jobs, seconds, assimilated, schema)
+        _purge_all(broker, queue, db_url, start + timeout)
+        time.sleep(2 * FLUSH_SECONDS)  # the processes' last stage totals reach their files
+        used = {p.name: tree_cpu_seconds(p.pid) - cpu_before[p.name] for p in servers}
+        cpu = {
+            "web processes": sum(v for k, v in used.items() if k.startswith("gunicorn")),
+            "Celery workers": sum(v for k, v in used.items() if k.startswith("worker")),
+            "PostgreSQL": postgres_cpu_seconds() - db_before,
+            "load generator": clients_cpu,
+        }
+        return dataclasses.replace(outcome, stages=stage_totals_read(work / "stages"), cpu=cpu)
     finally:
         stop_file.touch()
         for proc in reversed(procs):
@@ -435,15 +487,18 @@ def _drive(
     broker: Any, queue: str, db_url: str, jobs: int, deadline: float, log: Callable[[str], None]
 ) -> int:
     """Send the daemon tasks stage by stage (as beat would, without waiting for its timer)
-    until every workunit is assimilated; each stage waits for its tasks to finish."""
+    until every workunit is assimilated and its files deleted; each stage waits for its tasks
+    to finish."""
     assimilated, last_log = 0, 0.0
     while time.monotonic() < deadline:
         for name in STAGES:
             ids = [broker.send_task(name, queue=queue).id for _ in range(2)]
             _wait_for_tasks(db_url, ids, deadline)
-        assimilated = int(
-            _query(db_url, "SELECT count(*) FROM work_workunit WHERE assimilate_state = 2")[0][0]
-        )
+        assimilated, files_left = _query(
+            db_url,
+            "SELECT count(*) FILTER (WHERE assimilate_state = 2), count(*) FILTER (WHERE file_delete_state <> 2)"
+            " FROM work_workunit",
+        )[0]
         if time.monotonic() - last_log > 5:
             last_log = time.monotonic()
             states = dict(
@@ -452,10 +507,19 @@ def _drive(
             log(
                 f"{time.strftime('%H:%M:%S')} assimilated {assimilated}/{jobs}; results by server_state {states}"
             )
-        if assimilated >= jobs:
+        if assimilated >= jobs and not files_left:
             break
         time.sleep(0.2)
-    return assimilated
+    return int(assimilated)
+
+
+def _purge_all(broker: Any, queue: str, db_url: str, deadline: float) -> None:
+    """db_purge as it runs once the purge age has passed, until every workunit is archived."""
+    _query(db_url, "UPDATE projects_project SET purge_min_age_days = 0 RETURNING id")
+    while time.monotonic() < deadline:
+        if not _query(db_url, "SELECT count(*) FROM work_workunit")[0][0]:
+            return
+        _wait_for_tasks(db_url, [broker.send_task("work.purge", queue=queue).id], deadline)
 
 
 def _wait_for_tasks(db_url: str, ids: list[str], deadline: float) -> None:
@@ -510,12 +574,55 @@ def run_embedded(*, jobs: int, hosts: int, log: Callable[[str], None] = print) -
         "COBBLESTONE_DATA_DIR": str(work / "data"),
         "COBBLESTONE_VAR_DIR": str(work / "var"),
         "LOG_LEVEL": "WARNING",
+        # Production settings: DEBUG would log every statement and slow every stage.
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-only-secret-key-not-for-production-use",
     }
     schema = last_json(_manage(["--role", "schema"], env))["schema"]
     outcome = last_json(
-        _manage(["--role", "embedded", "--jobs", str(jobs), "--hosts", str(hosts)], env, timeout=1800)
+        run_manage(
+            "bench_pipeline",
+            ["--role", "embedded", "--jobs", str(jobs), "--hosts", str(hosts)],
+            env,
+            timeout=6 * 3600,
+            echo_stderr=True,
+        )
     )
     return {**outcome, "schema": schema}
+
+
+# The table's rows: the scheduler RPC's reports and dispatch are metered inside it, and its
+# own row keeps the rest (authentication, the host, parsing and writing the XML).
+STAGE_ROWS = (
+    ("scheduler RPC: reports", "report"),
+    ("scheduler RPC: dispatch", "dispatch"),
+    ("scheduler RPC: the rest", "scheduler_rpc"),
+    ("upload handler", "upload"),
+    ("transitioner", "transitioner"),
+    ("validator", "validator"),
+    ("assimilator", "assimilator"),
+    ("file deleter", "file_deleter"),
+    ("db_purge", "db_purge"),
+    ("feeder", "feeder"),
+    ("sequence_deadlines", "sequence_deadlines"),
+)
+
+
+def stage_costs(stages: dict[str, Any], jobs: int) -> list[tuple[str, float, float]]:
+    """(stage, CPU milliseconds per workunit, statements per workunit), in pipeline order."""
+    totals = {name: [float(v) for v in values] for name, values in stages.items()}
+    rpc = totals.get("scheduler_rpc")
+    if rpc is not None:
+        for part in ("report", "dispatch"):
+            if part in totals:
+                rpc[0] -= totals[part][0]
+                rpc[1] -= totals[part][1]
+    rows = []
+    for label, name in STAGE_ROWS:
+        cpu, statements = totals.get(name, [0.0, 0.0])[:2]
+        rows.append((label, 1000 * cpu / jobs, statements / jobs))
+    rows.append(("all stages", sum(r[1] for r in rows), sum(r[2] for r in rows)))
+    return rows
 
 
 class Command(BaseCommand):
@@ -524,7 +631,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--jobs", type=int, default=300, help="Workunits per run (quorum 2)")
+        parser.add_argument(
+            "--jobs", default="1000", help="Workunits per run (quorum 2); several sizes as 1000,10000,100000"
+        )
         parser.add_argument("--hosts", type=int, default=8, help="Simulated hosts")
         parser.add_argument("--mode", choices=["all", "embedded", "distributed"], default="all")
         parser.add_argument("--role", choices=["schema", "setup", "embedded", "clients"], help="(internal)")
@@ -537,9 +646,9 @@ class Command(BaseCommand):
         if role == "schema":
             self.stdout.write(json.dumps({"schema": schema_create()}))
         elif role == "setup":
-            self.stdout.write(json.dumps(pipeline_setup(jobs=opts["jobs"], hosts=opts["hosts"])))
+            self.stdout.write(json.dumps(pipeline_setup(jobs=int(opts["jobs"]), hosts=opts["hosts"])))
         elif role == "embedded":
-            self.stdout.write(json.dumps(run_embedded_role(opts["jobs"], opts["hosts"])))
+            self.stdout.write(json.dumps(run_embedded_role(int(opts["jobs"]), opts["hosts"])))
         elif role == "clients":
             run_clients_role(
                 opts["urls"].split(","), opts["authenticators"].split(","), Path(opts["stop_file"])
@@ -548,31 +657,81 @@ class Command(BaseCommand):
             self._bench(opts)
 
     def _bench(self, opts: dict[str, Any]) -> None:
-        rows = []
-        if opts["mode"] in ("all", "embedded"):
-            e = run_embedded(jobs=opts["jobs"], hosts=opts["hosts"])
-            rows.append(
-                ("embedded", "SQLite, daemons inline", e["jobs"], e["seconds"], e["rate"], e["schema"])
-            )
-        if opts["mode"] in ("all", "distributed"):
-            pg = os.environ.get("COBBLESTONE_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
-            redis = os.environ.get("COBBLESTONE_TEST_REDIS_URL") or os.environ.get("CELERY_BROKER_URL", "")
-            if not pg.startswith("postgres") or not redis.startswith("redis"):
-                if opts["mode"] == "distributed":
-                    raise CommandError("distributed needs a PostgreSQL and a Redis URL (see the help)")
-                self.stderr.write("distributed: skipped (no PostgreSQL/Redis URL in the environment)")
-            else:
+        try:
+            sizes = [int(n) for n in str(opts["jobs"]).split(",")]
+        except ValueError as exc:
+            raise CommandError(f"--jobs takes numbers separated by commas: {exc}") from exc
+        pg = os.environ.get("COBBLESTONE_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
+        redis = os.environ.get("COBBLESTONE_TEST_REDIS_URL") or os.environ.get("CELERY_BROKER_URL", "")
+        distributed = opts["mode"] in ("all", "distributed")
+        if distributed and (not pg.startswith("postgres") or not redis.startswith("redis")):
+            if opts["mode"] == "distributed":
+                raise CommandError("distributed needs a PostgreSQL and a Redis URL (see the help)")
+            self.stderr.write("distributed: skipped (no PostgreSQL/Redis URL in the environment)")
+            distributed = False
+        runs: list[BenchRun] = []
+        for jobs in sizes:
+            if opts["mode"] in ("all", "embedded"):
+                self.stderr.write(f"embedded, {jobs} workunits ...")
+                e = run_embedded(jobs=jobs, hosts=opts["hosts"])
+                runs.append(
+                    BenchRun(
+                        "embedded", "SQLite, daemons inline", jobs, e["seconds"], e["schema"], e["stages"],
+                        {"this process (load generator included)": e["cpu"]},
+                    )
+                )  # fmt: skip
+                self._print_run(runs[-1])
+            if distributed:
+                self.stderr.write(f"distributed, {jobs} workunits ...")
                 d = run_distributed(
-                    pg_url=pg, redis_url=redis, jobs=opts["jobs"], hosts=opts["hosts"], log=self.stderr.write
-                )
+                    pg_url=pg, redis_url=redis, jobs=jobs, hosts=opts["hosts"], log=self.stderr.write,
+                    timeout=max(150.0, jobs / 2),
+                )  # fmt: skip
                 if d.assimilated < d.jobs:
                     raise CommandError(
                         f"distributed run did not finish: {d.assimilated}/{d.jobs} assimilated"
                     )
-                rows.append(
-                    ("distributed", "PostgreSQL, 2 web + 2 workers", d.jobs, d.seconds, d.rate, d.schema)
+                runs.append(
+                    BenchRun(
+                        "distributed",
+                        "PostgreSQL, 2 web + 2 workers",
+                        jobs,
+                        d.seconds,
+                        d.schema,
+                        d.stages,
+                        d.cpu,
+                    )
                 )
-        self.stdout.write(f"{'setup':<12}{'what':<32}{'WUs':>6}{'seconds':>10}{'WU/s':>8}  schema")
-        for name, what, n, seconds, rate, schema in rows:
-            self.stdout.write(f"{name:<12}{what:<32}{n:>6}{seconds:>10.1f}{rate:>8.1f}  {schema}")
-        self.stdout.write(f"machine: {os.cpu_count()} CPUs, {sys.platform}, Python {sys.version.split()[0]}")
+                self._print_run(runs[-1])
+        self.stdout.write("")
+        self.stdout.write(f"{'setup':<12}{'what':<32}{'WUs':>8}{'seconds':>10}{'WU/s':>8}  schema")
+        for run in runs:
+            self.stdout.write(
+                f"{run.setup:<12}{run.what:<32}{run.jobs:>8}{run.seconds:>10.1f}{run.rate:>8.1f}  {run.schema}"
+            )
+        self.stdout.write(f"machine: {machine_description()}")
+
+    def _print_run(self, run: BenchRun) -> None:
+        """The run's cost per workunit, stage by stage, then by process."""
+        self.stdout.write("")
+        self.stdout.write(f"{run.setup}, {run.jobs} workunits: {run.rate:.1f} WU/s ({run.seconds:.1f} s)")
+        self.stdout.write(f"  {'stage':<28}{'CPU ms/WU':>10}{'statements/WU':>15}")
+        for label, ms, statements in stage_costs(run.stages, run.jobs):
+            self.stdout.write(f"  {label:<28}{ms:>10.2f}{statements:>15.1f}")
+        for label, seconds in run.cpu.items():
+            self.stdout.write(f"  {'CPU of ' + label:<43}{1000 * seconds / run.jobs:>10.2f} ms/WU")
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRun:
+    setup: str
+    what: str
+    jobs: int
+    seconds: float
+    schema: str
+    stages: dict[str, Any]
+    cpu: dict[str, float]
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds if self.seconds else 0.0
