@@ -51,7 +51,7 @@ def test_nested_stages_each_count_what_ran_inside_them(meter):
 
 
 def test_a_stage_that_raises_is_still_counted(meter):
-    with pytest.raises(ValueError), stages.stage("assimilator"):
+    with pytest.raises(ValueError, match="hook failed"), stages.stage("assimilator"):
         raise ValueError("hook failed")
     assert stages.stage_totals()["assimilator"][2] == 1
 

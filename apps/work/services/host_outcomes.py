@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import fetch_rows
+from apps.core.db import any_of, fetch_rows
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
 from apps.hosts.models import HostAppVersion
@@ -44,9 +44,11 @@ def results_record_outcome(
     )
 
 
-def judged_host_app_versions_sql(where: str) -> str:
+def judged_host_app_versions_sql(where: str, *, workunits: str = "r.workunit_id = %s") -> str:
     """A SELECT locking, in id order, the host_app_versions of one workunit's results that
     match ``where`` (SQL on alias ``r``); its parameters are the workunit id, then ``where``'s.
+    ``workunits`` replaces the test on the workunit (for a batch, ``any_of``'s SQL), its
+    parameters then coming first instead of the id.
 
     A scheduler RPC locks its host's host_app_versions first, then the results it reports,
     then writes the host row. A daemon that locked a workunit's results first and then the
@@ -60,12 +62,21 @@ def judged_host_app_versions_sql(where: str) -> str:
         f"JOIN {quote(Result._meta.db_table)} r ON r.host_id = h.host_id AND ("
         "h.app_version_id = r.app_version_id OR (r.app_version_id IS NULL AND h.app_version_id IS NULL"
         " AND h.app_id = r.app_id AND h.anonymous_proc_type = r.anonymous_proc_type)) "
-        f"WHERE r.workunit_id = %s AND ({where}) ORDER BY h.id FOR UPDATE OF h"
+        f"WHERE {workunits} AND ({where}) ORDER BY h.id FOR UPDATE OF h"
     )
 
 
 def host_app_versions_lock_before_results(workunit_id: int, where: str, params: Sequence[Any]) -> None:
     """Lock what ``judged_host_app_versions_sql`` selects; call it before locking the results.
     Nothing to do on SQLite, whose transactions hold the write lock from BEGIN."""
-    if connection.features.has_select_for_update:
-        fetch_rows(judged_host_app_versions_sql(where), [workunit_id, *params])
+    host_app_versions_lock_for_workunits([workunit_id], where, params)
+
+
+def host_app_versions_lock_for_workunits(
+    workunit_ids: Sequence[int], where: str, params: Sequence[Any]
+) -> None:
+    """``host_app_versions_lock_before_results`` for the results of several workunits at once,
+    in one statement (a daemon's batch)."""
+    if workunit_ids and connection.features.has_select_for_update:
+        workunits, workunit_params = any_of("r.workunit_id", list(workunit_ids), "bigint")
+        fetch_rows(judged_host_app_versions_sql(where, workunits=workunits), [*workunit_params, *params])
