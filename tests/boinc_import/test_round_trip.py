@@ -1,6 +1,9 @@
 """After the move, everything a volunteer had still works: the attached client uploads and
 reports the task it got from the old server, is credited for it and gets new work; the
-volunteer logs in with the old password; credit and its decay go on as before."""
+volunteer logs in with the old password; credit and its decay go on as before.
+
+Marked postgres: production imports into PostgreSQL, where the rows arrive by COPY and the
+id sequences are moved past them before the scheduler and daemons add rows of their own."""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from tests.boinc_import.conftest import OUTPUT_MAX, PLATFORM, Scenario, hier, im
 from tests.factories import AccountFactory, HostFactory, ProjectFactory
 from tests.scheduler.conftest import make_request, rpc
 
-pytestmark = [pytest.mark.django_db, pytest.mark.mysql, pytest.mark.slow]
+pytestmark = [pytest.mark.django_db, pytest.mark.mysql, pytest.mark.slow, pytest.mark.postgres]
 
 OUTPUT = b"the answer is 42\n"
 HALF_LIFE = 7 * 86400.0
