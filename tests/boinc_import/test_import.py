@@ -9,18 +9,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+import time_machine
 
 from apps.applications.models import App, AppFile, AppVersion
 from apps.boinc_import.models import BoincImport, ImportIssue, ImportTable
 from apps.boinc_import.services.run import boinc_import_run
 from apps.core.domain.signing import verify_md5_signature
 from apps.credit.models import TeamAppCredit, UserAppCredit
-from apps.hosts.models import Host, HostAppVersion
+from apps.hosts.models import DeletedHost, Host, HostAppVersion
 from apps.projects.models import Platform, Project
 from apps.protocol.filenames import partial_upload_name
-from apps.volunteers.models import Account, Team
-from apps.work.domain.states import ServerState
+from apps.volunteers.models import Account, DeletedAccount, Team
+from apps.work.domain.states import Outcome, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from tests.boinc_import.boinc_db import BoincDb
 from tests.boinc_import.conftest import (
     APP_BYTES,
     APP_FILE,
@@ -31,6 +33,7 @@ from tests.boinc_import.conftest import (
     hier,
     import_boinc,
     md5,
+    result_doc,
     write,
 )
 from tests.factories import AccountFactory, HostFactory, ProjectFactory
@@ -38,16 +41,41 @@ from tests.factories import AccountFactory, HostFactory, ProjectFactory
 pytestmark = [pytest.mark.django_db, pytest.mark.mysql, pytest.mark.slow, pytest.mark.postgres]
 
 
-def counts() -> dict[str, int]:
-    models = (Project, Team, Account, Host, HostAppVersion, App, AppVersion, AppFile, Workunit, Result)
-    return {
-        **{m.__name__: m.objects.count() for m in models},
-        "OutputFile": OutputFile.objects.count(),
-        "InputFile": InputFile.objects.count(),
-        "WorkunitFileRef": WorkunitFileRef.objects.count(),
-        "UserAppCredit": UserAppCredit.objects.count(),
-        "TeamAppCredit": TeamAppCredit.objects.count(),
+# Every table the import writes, in the order it writes them.
+IMPORTED_MODELS = (
+    Project,
+    Platform,
+    App,
+    AppVersion,
+    AppFile,
+    Team,
+    Account,
+    UserAppCredit,
+    TeamAppCredit,
+    DeletedAccount,
+    Host,
+    HostAppVersion,
+    DeletedHost,
+    Workunit,
+    InputFile,
+    WorkunitFileRef,
+    Result,
+    OutputFile,
+)
+
+
+def imported_rows() -> dict[str, list[dict[str, object]]]:
+    """Every column of every row the import writes (credit totals, recent averages and
+    their times, authenticators and password hashes, host ids, CPIDs and RPC sequence
+    numbers, workunit and result states, file records), and the files it placed."""
+    rows: dict[str, list[dict[str, object]]] = {
+        model.__name__: list(model.objects.order_by("pk").values()) for model in IMPORTED_MODELS
     }
+    for project in Project.objects.order_by("pk"):
+        for area in (project.download_dir, project.upload_dir):
+            files = sorted(area.iterdir()) if area.is_dir() else []
+            rows[str(area)] = [{"name": f.name, "bytes": f.read_bytes()} for f in files]
+    return rows
 
 
 def stored_issues() -> list[tuple[str, int, bool, str]]:
@@ -55,6 +83,12 @@ def stored_issues() -> list[tuple[str, int, bool, str]]:
         ImportIssue.objects.order_by("table", "source_id", "reason").values_list(
             "table", "source_id", "refused", "reason"
         )
+    )
+
+
+def progress_records() -> list[tuple[object, ...]]:
+    return list(
+        ImportTable.objects.order_by("table").values_list("table", "last_source_id", "imported", "done")
     )
 
 
@@ -242,13 +276,80 @@ def test_volunteers_without_stats_export_consent_are_not_exported(boinc_db, stan
 # --- repeated, interrupted and rehearsed runs ----------------------------------------------------
 
 
+def add_history(db: BoincDb) -> None:
+    """What a long-running BOINC project also has: deleted volunteers and hosts, and a job
+    whose quorum was reached (a canonical result) but which is not assimilated yet."""
+    db.add("user_deleted", userid=5, public_cross_project_id="e" * 32, create_time=1_650_000_000)
+    db.add("host_deleted", hostid=6, public_cross_project_id="f" * 32, create_time=1_650_000_000)
+    db.add(
+        "result",
+        id=24,
+        workunitid=11,
+        appid=1,
+        name="wu_running_1",
+        server_state=5,
+        outcome=1,
+        validate_state=1,
+        hostid=7,
+        userid=1,
+        app_version_id=1,
+        granted_credit=12.5,
+        create_time=1_650_000_000,
+        sent_time=1_650_000_100,
+        received_time=1_650_000_200,
+        xml_doc_in=result_doc("wu_running_1"),
+    )
+    db.execute("UPDATE workunit SET canonical_resultid = 24, canonical_credit = 12.5 WHERE id = 11")
+
+
 def test_a_second_run_changes_nothing(boinc_db, standard, project_dir):
+    add_history(boinc_db)
     add_user(boinc_db, 3, name="<b>x</b>")
     import_boinc(boinc_db, project_dir)
-    before, issues = counts(), stored_issues()
-    output = import_boinc(boinc_db, project_dir)
-    assert (counts(), stored_issues()) == (before, issues)
+    before = (imported_rows(), stored_issues(), progress_records())
+    assert Workunit.objects.get(name="wu_running").canonical_result.name == "wu_running_1"
+    assert (DeletedAccount.objects.count(), DeletedHost.objects.count()) == (1, 1)
+    # A day later, so that anything recomputed from the clock (recent averages decayed to
+    # now, creation times) would show.
+    with time_machine.travel(standard.now + 86400, tick=True):
+        output = import_boinc(boinc_db, project_dir)
+    assert (imported_rows(), stored_issues(), progress_records()) == before
     assert "refused user 3: name '<b>x</b>': user name may not contain HTML tags" in output
+
+
+def test_a_second_run_keeps_what_changed_here_and_takes_no_change_made_in_boinc(
+    boinc_db, standard, project_dir
+):
+    """Rows already imported are never read again: the project lives on in Cobblestone (credit
+    granted, an RPC, a task reported) and a later run, to take rows fixed in BOINC, keeps
+    that; what changed in the BOINC database meanwhile is not taken."""
+    add_history(boinc_db)
+    add_user(boinc_db, 3, email_addr="not an email")
+    import_boinc(boinc_db, project_dir)
+    Account.objects.filter(pk=1).update(total_credit=3050.0, expavg_credit=101.0)
+    Team.objects.filter(pk=1).update(total_credit=5050.0)
+    Host.objects.filter(pk=7).update(rpc_seqno=43, total_credit=2550.0)
+    Result.objects.filter(name=standard.running_result).update(
+        server_state=ServerState.OVER, outcome=Outcome.SUCCESS
+    )
+    after_life_here = imported_rows()
+    boinc_db.execute(
+        "UPDATE user SET total_credit = 9999, expavg_credit = 1, authenticator = %s WHERE id = 1", ["z" * 32]
+    )
+    boinc_db.execute("UPDATE team SET total_credit = 9999, userid = 2 WHERE id = 1")
+    boinc_db.execute(
+        "UPDATE host SET host_cpid = %s, rpc_seqno = 99, total_credit = 9999 WHERE id = 7", ["d" * 32]
+    )
+    boinc_db.execute("UPDATE host_app_version SET n_jobs_today = 39 WHERE host_id = 7")
+    boinc_db.execute("UPDATE credit_user SET total = 9999 WHERE userid = 1")
+    boinc_db.execute("UPDATE result SET server_state = 5, outcome = 3 WHERE id = 21")
+    boinc_db.execute("UPDATE workunit SET transition_time = 1 WHERE id = 12")
+    boinc_db.execute("UPDATE user SET email_addr = 'carol@example.org' WHERE id = 3")
+    import_boinc(boinc_db, project_dir)
+    after = imported_rows()
+    taken = [(a["id"], a["email_addr"]) for a in after["Account"] if a["id"] == 3]
+    after["Account"] = [a for a in after["Account"] if a["id"] != 3]
+    assert (after, taken) == (after_life_here, [(3, "carol@example.org")])
 
 
 def test_a_run_stopped_half_way_goes_on_where_it_stopped(boinc_db, standard, project_dir):
@@ -290,12 +391,6 @@ def test_a_dry_run_reports_what_it_would_import_and_refuse_and_writes_nothing(
     assert (Project.objects.exists(), Platform.objects.exists()) == (False, False)
 
 
-def progress_records() -> list[tuple[object, ...]]:
-    return list(
-        ImportTable.objects.order_by("table").values_list("table", "last_source_id", "imported", "done")
-    )
-
-
 def test_a_dry_run_after_a_stopped_run_reports_what_is_left_and_writes_nothing(
     boinc_db, standard, project_dir
 ):
@@ -308,10 +403,10 @@ def test_a_dry_run_after_a_stopped_run_reports_what_is_left_and_writes_nothing(
             slug="oldproj", mysql_url=boinc_db.url, project_dir=project_dir, progress=stop_at_hosts
         )
     add_user(boinc_db, 5)
-    before = (counts(), stored_issues(), progress_records())
+    before = (imported_rows(), stored_issues(), progress_records())
     output = import_boinc(boinc_db, project_dir, "--dry-run")
     assert "refused user 5: added to the BOINC database after this import began" in output
-    assert (counts(), stored_issues(), progress_records()) == before
+    assert (imported_rows(), stored_issues(), progress_records()) == before
     assert [line.split()[:3] for line in output.splitlines() if line.startswith(("host ", "result "))] == [
         ["host", "0", "0"],  # read before the stop
         ["result", "2", "2"],
