@@ -6,6 +6,7 @@ on SQLite with INSERTs and sqlite_sequence, so each test runs on both."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -371,10 +372,79 @@ def test_a_run_stopped_half_way_goes_on_where_it_stopped(boinc_db, standard, pro
     assert Account.objects.count() == 5
     assert ImportTable.objects.get(table="user").last_source_id == 12
     assert BoincImport.objects.get().finished is None
-    import_boinc(boinc_db, project_dir, "--batch-size", "5")
+    output = import_boinc(boinc_db, project_dir, "--batch-size", "5")
     assert sorted(Account.objects.values_list("pk", flat=True)) == [1, 2, *range(10, 30)]
     assert Host.objects.count() == 1
     assert BoincImport.objects.get().finished is not None
+    # The rows the stopped run wrote count as read: the next batch brings the user table to 10.
+    user_lines = [(done, total) for table, done, total in progress_lines(output) if table == "user"]
+    assert (user_lines[0], user_lines[-1]) == ((10, 22), (22, 22))
+    assert ("team", 1, 1) in progress_lines(output)  # finished by the stopped run
+
+
+PROGRESS_LINE = re.compile(r"^  (\S.*?) +([\d,]+) of ([\d,]+)$")
+TABLES_IN_ORDER = [
+    "platform",
+    "app",
+    "app_version",
+    "team",
+    "user",
+    "team founder",
+    "credit_user",
+    "credit_team",
+    "user_deleted",
+    "host",
+    "host_app_version",
+    "host_deleted",
+    "workunit",
+    "result",
+    "canonical result",
+]
+
+
+def progress_lines(output: str) -> list[tuple[str, int, int]]:
+    """The command's progress lines: (table, rows read, rows in the table)."""
+    return [
+        (m[1], int(m[2].replace(",", "")), int(m[3].replace(",", "")))
+        for m in map(PROGRESS_LINE.match, output.splitlines())
+        if m
+    ]
+
+
+def test_the_operator_sees_progress_per_table_then_a_summary(boinc_db, standard, project_dir):
+    for i in range(10, 30):
+        add_user(boinc_db, i)
+    add_user(boinc_db, 3, email_addr="not an email")
+    output = import_boinc(boinc_db, project_dir, "--batch-size", "5")
+    progress = progress_lines(output)
+    assert list(dict.fromkeys(table for table, _, _ in progress)) == TABLES_IN_ORDER
+    last = {table: (done, total) for table, done, total in progress}
+    assert last == {
+        **dict.fromkeys(TABLES_IN_ORDER, (1, 1)),
+        "user": (23, 23),
+        "user_deleted": (0, 0),
+        "host_deleted": (0, 0),
+        "workunit": (2, 2),
+        "result": (2, 2),
+        "canonical result": (0, 0),
+    }
+    # The first batch is shown at once, then a line every few seconds and the last.
+    user = [done for table, done, _ in progress if table == "user"]
+    assert user[0] == 5
+    assert user == sorted(user)
+
+    lines = output.splitlines()
+    header = lines.index(next(line for line in lines if line.split()[:2] == ["table", "read"]))
+    assert header > max(i for i, line in enumerate(lines) if PROGRESS_LINE.match(line))
+    assert lines[header].split() == ["table", "read", "imported", "refused", "changed", "seconds", "rows/s"]
+    summary = {line.split()[0]: line.split()[1:5] for line in lines[header + 1 : header + 16]}
+    assert summary["user"] == ["23", "22", "1", "20"]  # the 20 new users have no password
+    assert summary["host"] == ["1", "1", "0", "0"]
+    assert summary["result"] == ["2", "2", "0", "0"]
+    assert re.fullmatch(r"total \d+\.\d s", lines[header + 16])
+    assert "refused user 3: email_addr 'not an email': not a valid email address" in lines
+    assert "20 rows imported with a change (-v 2 lists them)" in lines
+    assert lines[-1] == "Project oldproj: http://boinc.example.org/oldproj/"
 
 
 def test_a_dry_run_reports_what_it_would_import_and_refuse_and_writes_nothing(

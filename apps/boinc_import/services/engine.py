@@ -22,7 +22,7 @@ from apps.boinc_import.services.source import BoincSource, TableQuery
 from apps.boinc_import.services.target import id_range_taken, next_free_id, sequence_reserve
 from apps.projects.models import Project
 
-Progress = Callable[[str, int, int], None]  # (table, rows read, rows to read)
+Progress = Callable[[str, int, int], None]  # (table, rows read by this run and earlier ones, rows to read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +146,20 @@ def table_import(run: ImportRun, spec: KeyedTable) -> None:
     total = int(run.source.scalar(spec.query.count_sql()) or 0)
     if spec.model is not None:
         _plan(run, spec, state)
-    if run.record is not None:
-        _retry_refused(run, spec, state, total)
+    # Progress counts the rows up to the checkpoint as read: earlier runs read them.
+    done = (
+        int(run.source.scalar(spec.query.count_upto_sql(), [state.last_source_id]) or 0)
+        if state.last_source_id
+        else 0
+    )
+    reported = run.record is not None and _retry_refused(run, spec, state, done, total)
     for rows, last in run.source.batches(spec.query, after=state.last_source_id, size=run.batch_size):
         _batch(run, spec, state, rows, last=last)
-        run.progress(spec.table, stats.read, total)
+        done += len(rows)
+        run.progress(spec.table, done, total)
+        reported = True
+    if not reported:  # an empty table, or one an earlier run finished: shown all the same
+        run.progress(spec.table, done, total)
     state.done = True
     if run.writes:
         state.save(update_fields=["done"])
@@ -182,15 +191,16 @@ def _plan(run: ImportRun, spec: KeyedTable, state: ImportTable) -> None:
         spec.ids.imported = {pk - state.id_offset for pk in imported.iterator(chunk_size=20_000)}
 
 
-def _retry_refused(run: ImportRun, spec: KeyedTable, state: ImportTable, total: int) -> None:
-    """Read the rows earlier runs refused again and import those that now pass."""
+def _retry_refused(run: ImportRun, spec: KeyedTable, state: ImportTable, done: int, total: int) -> bool:
+    """Read the rows earlier runs refused again and import those that now pass; whether
+    there were any (and progress was reported)."""
     pairs = set(
         ImportIssue.objects.filter(boinc_import=run.record, table=spec.table, refused=True).values_list(
             "source_id", "source_key"
         )
     )
     if not pairs:
-        return
+        return False
     rows = run.source.rows_with_keys(spec.query, sorted({pair[0] for pair in pairs}))
     rows = [row for row in rows if _keys(spec, row) in pairs]
     # A batch never splits the rows of one first key: its refusals are replaced together.
@@ -202,7 +212,8 @@ def _retry_refused(run: ImportRun, spec: KeyedTable, state: ImportTable, total: 
         batch.append(row)
     if batch:
         _batch(run, spec, state, batch, last=None, retry=True)
-    run.progress(spec.table, run.table_stats(spec.table).read, total)
+    run.progress(spec.table, done, total)
+    return True
 
 
 def _keys(spec: KeyedTable, row: Row) -> tuple[int, int]:

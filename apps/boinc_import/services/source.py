@@ -177,6 +177,9 @@ class TableQuery:
     def count_sql(self) -> str:
         return f"SELECT COUNT(*) FROM {self.from_}" + (f" WHERE {self.where}" if self.where else "")
 
+    def count_upto_sql(self) -> str:
+        return f"SELECT COUNT(*) FROM {self.from_} WHERE {self.key} <= %s{self._filter()}"
+
     def range_sql(self) -> str:
         return f"SELECT MIN({self.key}) AS lo, MAX({self.key}) AS hi FROM {self.from_}" + (
             f" WHERE {self.where}" if self.where else ""

@@ -37,7 +37,8 @@ class Command(BaseCommand):
 
         def progress(table: str, done: int, total: int) -> None:
             now = time.monotonic()
-            if done >= total or now - last_line.get(table, 0.0) >= PROGRESS_EVERY:
+            # A table's first line at once, so the operator sees each table begin.
+            if table not in last_line or done >= total or now - last_line[table] >= PROGRESS_EVERY:
                 last_line[table] = now
                 self.stdout.write(f"  {table:<18}{done:>12,} of {total:,}")
 
