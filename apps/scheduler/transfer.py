@@ -17,16 +17,17 @@ which the admin lists under Daemon runs.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from django.db import transaction
+from django.db import connection
 from django.db.models import F
 from django.http import (
     FileResponse,
@@ -41,6 +42,7 @@ from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
+from apps.core.db import execute, fetch_rows
 from apps.core.domain.signing import file_md5_hex, verify_upload_certificate
 from apps.core.metrics import upload_count
 from apps.core.stages import stage
@@ -57,6 +59,7 @@ from apps.protocol import (
 )
 from apps.protocol.filenames import partial_upload_name
 from apps.scheduler.middleware import DATABASE_UNAVAILABLE
+from apps.scheduler.services.catalog import project_by_slug
 from apps.work.domain.states import FileDeleteState, result_open_to_its_host
 from apps.work.models import OutputFile
 
@@ -300,7 +303,7 @@ def _file_upload_handler(request: HttpRequest, slug: str) -> HttpResponse:
         return response
     project = None
     try:
-        project = Project.objects.filter(slug=slug).first()
+        project = project_by_slug(slug)
         if project is None:
             upload_count(project="", status=UPLOAD_STATUS_LABELS[UploadStatus.PERMANENT])
             return _upload_reply(UploadOutcome.refuse("No such project"), status=404)
@@ -350,13 +353,54 @@ def upload_handle(*, project: Project, stream: Readable, now: datetime) -> Uploa
     return upload_receive(project=project, req=parsed, first=buffered[end:], stream=stream, now=now)
 
 
-def _output_file(project: Project, name: str) -> OutputFile | None:
+@dataclass(frozen=True, slots=True)
+class UploadTarget:
+    """What an upload needs to know of the output file it names, its result and workunit."""
+
+    id: int
+    upload: bool
+    max_nbytes: int
+    uploaded: bool
+    nbytes: int
+    md5_cksum: str
+    result_name: str
+    server_state: int
+    outcome: int
+    file_delete_state: int
+    error_mask: int
+    in_sequence: bool
+
+
+# One statement per upload: the uploads of a project arrive at twice its job rate.
+_TARGET_SQL = (
+    "SELECT f.id, f.upload, f.max_nbytes, f.uploaded, f.nbytes, f.md5_cksum, r.name, r.server_state,"
+    " r.outcome, r.file_delete_state, w.error_mask, w.sequence_id IS NOT NULL"
+    " FROM work_outputfile f JOIN work_result r ON r.id = f.result_id"
+    " JOIN work_workunit w ON w.id = r.workunit_id"
+    " WHERE f.name = %s AND r.project_id = %s"
+)
+
+
+def _output_file(project: Project, name: str) -> UploadTarget | None:
     if name.startswith("."):
         return None
-    return (
-        OutputFile.objects.select_related("result__workunit")
-        .filter(result__project=project, name=name)
-        .first()
+    rows = fetch_rows(_TARGET_SQL, [name, project.pk])
+    if not rows:
+        return None
+    row = rows[0]
+    return UploadTarget(
+        id=row[0],
+        upload=bool(row[1]),
+        max_nbytes=row[2],
+        uploaded=bool(row[3]),
+        nbytes=row[4],
+        md5_cksum=row[5],
+        result_name=row[6],
+        server_state=row[7],
+        outcome=row[8],
+        file_delete_state=row[9],
+        error_mask=row[10],
+        in_sequence=bool(row[11]),
     )
 
 
@@ -365,19 +409,16 @@ def partial_path(project: Project, name: str) -> Path:
     return project.upload_dir / partial_upload_name(name)
 
 
-def _not_accepting(output: OutputFile) -> str | None:
+def _not_accepting(output: UploadTarget) -> str | None:
     """Why uploads for this file's result are over, or None while they are welcome."""
-    result = output.result
     # The same rule as reports: a result that timed out unreported is still welcome.
-    if not result_open_to_its_host(
-        result.server_state, result.outcome, in_sequence=result.workunit.sequence_id is not None
-    ):
-        return f"Result {result.name} is over; its files are no longer accepted"
-    if result.workunit.error_mask:
-        return f"The job of {result.name} was cancelled or failed; its files are no longer accepted"
-    if result.file_delete_state != FileDeleteState.INIT:
+    if not result_open_to_its_host(output.server_state, output.outcome, in_sequence=output.in_sequence):
+        return f"Result {output.result_name} is over; its files are no longer accepted"
+    if output.error_mask:
+        return f"The job of {output.result_name} was cancelled or failed; its files are no longer accepted"
+    if output.file_delete_state != FileDeleteState.INIT:
         # The file deleter has taken (or is taking) its files: a file stored now would never go.
-        return f"Result {result.name} is finished; its files are no longer accepted"
+        return f"Result {output.result_name} is finished; its files are no longer accepted"
     return None
 
 
@@ -398,7 +439,7 @@ def upload_file_size(*, project: Project, name: str) -> UploadOutcome:
     return UploadOutcome(UploadStatus.OK, file_size=size)
 
 
-def upload_refusal(*, project: Project, output: OutputFile, req: UploadRequest) -> str | None:
+def upload_refusal(*, project: Project, output: UploadTarget, req: UploadRequest) -> str | None:
     """The permanent reason to refuse this upload header, or None to accept its data."""
     if not output.upload:
         return f"File {req.name} is kept on the host, not uploaded"
@@ -424,24 +465,27 @@ def upload_receive(
 ) -> UploadOutcome:
     """Write the data at the client's offset; promote the file once it is whole and intact.
 
-    The first upload to complete wins: everything from the "already uploaded" check to the
-    rename and the database row happens under the file's upload lock, so a later upload
-    (a cloned client, or a hostile one holding the certificate) with the same bytes is
-    told they are stored, one with other bytes is refused, and the row and the file on
-    disk always agree, however many uploaders race.
+    The first upload to complete wins: everything from reading the file's row to the rename
+    and the row's update happens under the file's upload lock, so a later upload (a cloned
+    client, or a hostile one holding the certificate) with the same bytes is told they are
+    stored, one with other bytes is refused, and the row and the file on disk always agree,
+    however many uploaders race. The row is read once, under the lock (the header's name is
+    already known to be a safe file name, so the lock file may be made before the lookup).
     """
-    output = _output_file(project, req.name)
-    if output is None:
+    if req.name.startswith("."):
         return UploadOutcome.refuse(f"Unknown file {req.name}")
-    refusal = upload_refusal(project=project, output=output, req=req)
-    if refusal:
-        return UploadOutcome.refuse(refusal)
-    project.upload_dir.mkdir(parents=True, exist_ok=True)
+    upload_dir = project.upload_dir
+    upload_dir.mkdir(parents=True, exist_ok=True)
     with upload_lock(lock_path(project, req.name)) as held:
         if not held:
             # A client retrying while its previous request is still writing must not interleave.
             return UploadOutcome.retry(f"An upload of {req.name} is already in progress")
-        output.refresh_from_db(fields=["uploaded", "nbytes", "md5_cksum"])
+        output = _output_file(project, req.name)
+        if output is None:
+            return UploadOutcome.refuse(f"Unknown file {req.name}")
+        refusal = upload_refusal(project=project, output=output, req=req)
+        if refusal:
+            return UploadOutcome.refuse(refusal)
         if output.uploaded:
             if output.nbytes == req.nbytes and output.md5_cksum.lower() == req.md5_cksum.lower():
                 return UploadOutcome(UploadStatus.OK, "Already received")
@@ -453,23 +497,34 @@ def upload_receive(
 
 
 def _receive_locked(
-    *, project: Project, output: OutputFile, req: UploadRequest, first: bytes, stream: Readable, now: datetime
+    *,
+    project: Project,
+    output: UploadTarget,
+    req: UploadRequest,
+    first: bytes,
+    stream: Readable,
+    now: datetime,
 ) -> UploadOutcome:
     """The write, check and promotion of ``upload_receive``, under the file's upload lock."""
     partial = partial_path(project, req.name)
+    # A whole file in one request (the usual case) is hashed as it is written; a resumed
+    # one is read back, since the bytes before its offset came in an earlier request.
+    digest = hashlib.md5(usedforsecurity=False) if req.offset == 0 else None
     with os.fdopen(os.open(partial, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as handle:
         stored = os.fstat(handle.fileno()).st_size
         if req.offset > stored:
             return UploadOutcome.retry(f"Offset {req.offset} is past the {stored} bytes stored; ask again")
-        received = req.offset + _write_at(handle, req.offset, req.nbytes - req.offset, first, stream)
+        received = req.offset + _write_at(
+            handle, req.offset, req.nbytes - req.offset, first, stream, digest.update if digest else None
+        )
     if received < req.nbytes:
         return UploadOutcome.retry(f"Received {received} of {req.nbytes} bytes of {req.name}; resume later")
-    md5 = file_md5_hex(partial)
+    md5 = digest.hexdigest() if digest is not None else file_md5_hex(partial)
     if md5 != req.md5_cksum.lower():
         partial.unlink(missing_ok=True)
         return UploadOutcome.retry(f"MD5 of {req.name} does not match; upload it again")
     os.replace(partial, project.upload_dir / req.name)
-    output_file_mark_uploaded(output_id=output.pk, nbytes=received, md5_cksum=md5, now=now)
+    output_file_mark_uploaded(output_id=output.id, nbytes=received, md5_cksum=md5, now=now)
     return UploadOutcome(UploadStatus.OK)
 
 
@@ -508,8 +563,16 @@ def upload_lock(path: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-def _write_at(handle: IO[bytes], offset: int, wanted: int, first: bytes, stream: Readable) -> int:
-    """Replace everything from ``offset`` with up to ``wanted`` bytes of the body."""
+def _write_at(
+    handle: IO[bytes],
+    offset: int,
+    wanted: int,
+    first: bytes,
+    stream: Readable,
+    also: Callable[[bytes], object] | None = None,
+) -> int:
+    """Replace everything from ``offset`` with up to ``wanted`` bytes of the body (each piece
+    also given to ``also``, when set)."""
     handle.truncate(offset)
     handle.seek(offset)
     written = 0
@@ -521,6 +584,8 @@ def _write_at(handle: IO[bytes], offset: int, wanted: int, first: bytes, stream:
                 break
         piece = chunk[: wanted - written]
         handle.write(piece)
+        if also is not None:
+            also(piece)
         written += len(piece)
         chunk = b""
     handle.flush()
@@ -528,11 +593,12 @@ def _write_at(handle: IO[bytes], offset: int, wanted: int, first: bytes, stream:
 
 
 def output_file_mark_uploaded(*, output_id: int, nbytes: int, md5_cksum: str, now: datetime) -> None:
-    """The file is complete and intact in the upload area: record it."""
-    with transaction.atomic():
-        output = OutputFile.objects.select_for_update().get(pk=output_id)
-        output.uploaded = True
-        output.nbytes = nbytes
-        output.md5_cksum = md5_cksum
-        output.upload_time = now
-        output.save(update_fields=["uploaded", "nbytes", "md5_cksum", "upload_time"])
+    """The file is complete and intact in the upload area: record it (one statement; the
+    upload lock keeps every other uploader of the file out meanwhile)."""
+    execute(
+        "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s",
+        [True, nbytes, md5_cksum, _UPLOAD_TIME.get_db_prep_save(now, connection), output_id],
+    )
+
+
+_UPLOAD_TIME = OutputFile._meta.get_field("upload_time")

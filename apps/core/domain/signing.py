@@ -280,6 +280,12 @@ def _parsed_private_key(private_text: str) -> PrivateKeyNumbers:
     return parse_private_key(private_text)
 
 
+@lru_cache(maxsize=32)
+def _loaded_public_key(public_text: str) -> rsa.RSAPublicKey:
+    # Every upload is checked against its project's key: parse each key once per process.
+    return load_public_key(public_text)
+
+
 def _private_op(m: int, k: PrivateKeyNumbers) -> int:
     """m^d mod n by the Chinese remainder theorem (about 3x faster than pow(m, d, n))."""
     s1 = pow(m, k.dmp1, k.p)
@@ -304,7 +310,7 @@ def verify_md5_signature(public_text: str, md5_hex_value: str, signature_text: s
     # Untrusted input from admins and uploads: any malformed part is just "not valid".
     try:
         expected = _normalize_md5(md5_hex_value).encode("ascii")
-        key = load_public_key(public_text)
+        key = _loaded_public_key(public_text)
         signature = parse_hex_block(signature_text)
         if len(signature) != (key.key_size + 7) // 8:
             return False
