@@ -149,9 +149,21 @@ TEMPLATES = [
 _default_sqlite = f"sqlite:///{VAR_DIR / 'cobblestone.sqlite3'}"
 DATABASES = {"default": dj_database_url.parse(env("DATABASE_URL", _default_sqlite), conn_max_age=60)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # WAL lets readers run beside the one writer. With synchronous=NORMAL a commit is not
+    # flushed to disk until the next checkpoint: the file is never corrupted and survives a
+    # crash of the processes, but a power loss may undo the last commits. FULL flushes every
+    # commit (about 2 ms each here, more than the work of an upload or a daemon's batch).
+    _sqlite_sync = env("COBBLESTONE_SQLITE_SYNCHRONOUS", "NORMAL").upper()
+    if _sqlite_sync not in ("NORMAL", "FULL"):
+        raise ImproperlyConfigured(
+            f"COBBLESTONE_SQLITE_SYNCHRONOUS must be NORMAL or FULL, not {_sqlite_sync!r}"
+        )
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"transaction_mode": "IMMEDIATE", "timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": f"PRAGMA journal_mode=WAL; PRAGMA synchronous={_sqlite_sync};",
+        }
     )
     # A file (not memory) so live-server and concurrency tests share it across threads;
     # one per process so concurrent test runs never share it.

@@ -51,3 +51,48 @@ def test_postgresql_connections_keep_a_thousand_prepared_statements_by_default()
         check=True,
     )
     assert out.stdout.strip().splitlines()[-1] == "1000"
+
+
+def sqlite_pragma(name: str, **env: str) -> str:
+    """What a connection made with the settings reports for an SQLite PRAGMA."""
+    code = (
+        "from django.db import connection; c = connection.cursor();"
+        f" c.execute('PRAGMA {name}'); print(c.fetchone()[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "boincproj.settings", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_sqlite_commits_are_flushed_at_checkpoints_by_default(tmp_path):
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    assert sqlite_pragma("journal_mode", DATABASE_URL=url) == "wal"
+    assert sqlite_pragma("synchronous", DATABASE_URL=url) == "1"  # NORMAL
+
+
+def test_sqlite_can_flush_every_commit(tmp_path):
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    assert sqlite_pragma("synchronous", DATABASE_URL=url, COBBLESTONE_SQLITE_SYNCHRONOUS="full") == "2"
+
+
+def test_an_unknown_sqlite_synchronous_mode_is_refused(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "boincproj.settings",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            "COBBLESTONE_SQLITE_SYNCHRONOUS": "OFF",
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "COBBLESTONE_SQLITE_SYNCHRONOUS must be NORMAL or FULL" in out.stderr
