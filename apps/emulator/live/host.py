@@ -126,7 +126,7 @@ class LiveHost(WireHost):
         try:
             reply = self.exchange(self.request(work, reports))
         except RpcFailed as exc:
-            return self._failed(str(exc))
+            return self._failed(exc)
         self._check_reply(reply, reports)
         self.not_before = self.state.now + (reply.request_delay or 0.0)
         if self.finished:  # something was not acknowledged: retry later, as BOINC's RPC backoff does
@@ -150,18 +150,21 @@ class LiveHost(WireHost):
         # Acknowledged results are done; the others are reported again next time, as BOINC does.
         self.finished = [(t, job) for t, job in self.finished if job.result_name not in acked]
 
-    def _failed(self, error: str) -> None:
-        self.stats.errors.append(error)
+    def _failed(self, error: RpcFailed) -> None:
+        self.stats.error(error.kind, str(error))
         self.not_before = self.state.now + RETRY_DELAY
         return None
 
     def _accept(self, reply: SchedulerReply) -> tuple[SentJob, ...]:
         """Queue the reply's jobs; return them as the policy's ``SentJob`` values."""
         sent = []
-        for job in reply_jobs(reply, self.stats.errors):
+        for job in reply_jobs(reply, self.stats):
             proc, usage = job.proc_type, job.usage
             if self.state.ninstances(proc) == 0:
-                self.stats.errors.append(f"{job.result.name}: sent for a {proc.value} this host lacks")
+                self.stats.error(
+                    "rpc: job for a missing device",
+                    f"{job.result.name}: sent for a {proc.value} this host lacks",
+                )
                 continue
             flops = job.version.flops or self.hardware.cpu_flops * usage
             fpops_est = job.fpops_est

@@ -10,6 +10,12 @@ buffer, new-style (``req_secs``/``req_instances`` per resource). The request, th
 and the checks on the reply are the live host's (rpc.py), so the server sees the same
 clients; only what happens between RPCs is simpler.
 
+As the stock client does, a finished job is reported only once its outputs are uploaded: an
+upload the server could not take now (no connection, an HTTP error, "try later") is tried
+again before each RPC, and one it refused for good makes the job a failed one. After an RPC
+that handled nothing (no usable reply, "project is down", "busy") the host waits
+``busy_wait`` wall seconds, standing for the client's back-off.
+
     summary = run_lean(LeanConfig(master_url=url, hardware=tuple(varied_hardware(40)),
                                   authenticators=keys, max_seconds=30))
 """
@@ -114,6 +120,7 @@ class LeanHost(WireHost):
         if self.hardware.ngpus:
             self.instances[ProcType.NVIDIA] = float(self.hardware.ngpus)
         self.queues: dict[ProcType, list[QueuedJob]] = {proc: [] for proc in self.instances}
+        self.uploading: list[WireJob] = []  # finished, some output not uploaded yet
         self.finished: list[WireJob] = []  # reported when the next RPC is made, until acknowledged
         self.request_delay = 0.0
         self.sim_time = 0.0
@@ -121,7 +128,9 @@ class LeanHost(WireHost):
         self.pause = 0.0  # the wait the last reply asks for, in wall seconds
 
     def step(self) -> None:
-        """One RPC, then the simulated time until the next (longer if the server asked)."""
+        """Uploads left to retry, one RPC, then the simulated time until the next (longer if
+        the server asked)."""
+        self.uploads_retry()
         self.rpc()
         self.advance(max(self.interval, self.request_delay))
 
@@ -130,8 +139,23 @@ class LeanHost(WireHost):
         self.sim_time += seconds
         for proc, queue in self.queues.items():
             for job in run_fifo(queue, self.instances[proc], seconds):
-                self.finished.append(job.wire)
-                self.upload_outputs(job.wire)
+                self.uploading.append(job.wire)
+        self.uploads_retry()
+
+    def uploads_retry(self) -> None:
+        """Upload what finished jobs have not stored yet; a job is reported once it is done."""
+        waiting = []
+        for job in self.uploading:
+            if self.upload_outputs(job):
+                self.finished.append(job)
+            else:
+                waiting.append(job)
+        self.uploading = waiting
+
+    @property
+    def held(self) -> int:
+        """Jobs the host still holds: queued or running, uploading, or not acknowledged."""
+        return sum(len(queue) for queue in self.queues.values()) + len(self.uploading) + len(self.finished)
 
     def work_request(self) -> WorkRequest:
         """A new-style request for every resource, from what its queue holds."""
@@ -142,35 +166,41 @@ class LeanHost(WireHost):
             secs[proc], instances[proc] = resource_request(queue, self.instances[proc], buffer)
         return WorkRequest(req_secs=secs, req_instances=instances)
 
-    def rpc(self) -> SchedulerReply | None:
-        """Report, ask for work, check the reply and queue its jobs; None if the RPC failed."""
+    def rpc(self, *, work: bool = True) -> SchedulerReply | None:
+        """Report, ask for work (unless ``work`` is false), check the reply and queue its
+        jobs; None if the RPC failed."""
         reports = list(self.finished)
         queued = [job.wire.result_name for queue in self.queues.values() for job in queue]
         request = self.build_request(
             prefs=self.prefs,
-            work=self.work_request(),
+            work=self.work_request() if work else WorkRequest(),
             reports=reports,
-            in_progress=[*queued, *(job.result_name for job in reports)],
+            in_progress=[*queued, *(job.result_name for job in (*self.uploading, *reports))],
         )
         try:
             reply = self.exchange(request)
         except RpcFailed as exc:
-            self.stats.errors.append(str(exc))
+            self.stats.error(exc.kind, str(exc))
+            self.pause = self.busy_wait
             return None
         busy_before = self.stats.busy
         acked = check_reply(self.stats, reply, reports)
-        self.pause = self.busy_wait if self.stats.busy > busy_before else 0.0
+        handled_nothing = self.stats.busy > busy_before or reply.project_is_down
+        self.pause = self.busy_wait if handled_nothing else 0.0
         # The others are reported again next time, as BOINC does.
         self.finished = [job for job in self.finished if job.result_name not in acked]
         self.request_delay = reply.request_delay or 0.0
-        for job in reply_jobs(reply, self.stats.errors):
+        for job in reply_jobs(reply, self.stats):
             self._queue(job)
         return reply
 
     def _queue(self, job: ReplyJob) -> None:
         instances = self.instances.get(job.proc_type, 0.0)
         if not instances:
-            self.stats.errors.append(f"{job.result.name}: sent for a {job.proc_type.value} this host lacks")
+            self.stats.error(
+                "rpc: job for a missing device",
+                f"{job.result.name}: sent for a {job.proc_type.value} this host lacks",
+            )
             return
         hardware_flops = self.hardware.gpu_flops if job.proc_type != ProcType.CPU else self.hardware.cpu_flops
         flops = job.version.flops or hardware_flops * job.usage
@@ -239,7 +269,7 @@ def step_safely(host: LeanHost) -> bool:
     try:
         host.step()
     except Exception as exc:  # a bug or a reply the host cannot use: record it, stop this host
-        host.stats.errors.append(f"host {host.index}: {type(exc).__name__}: {exc}")
+        host.stats.error("host stopped", f"host {host.index}: {type(exc).__name__}: {exc}")
         return False
     return True
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import http.client
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -19,7 +20,7 @@ from typing import NotRequired, TypedDict, Unpack
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.model import ClientPrefs, HostSpec, ResourceSpec
 from apps.emulator.domain.server import WorkRequest
-from apps.emulator.live.wire import OutputFile, Session, UploadGate, upload
+from apps.emulator.live.wire import OutputFile, Session, UploadGate, upload_file
 from apps.protocol import (
     AppVersionDesc,
     Coproc,
@@ -42,6 +43,7 @@ from apps.scheduler.admission import BUSY_MESSAGE
 
 PLATFORM = "x86_64-pc-linux-gnu"
 RESULT_FILES_UPLOADED = 5  # BOINC's result state for a finished, uploaded task
+RESULT_UPLOAD_FAILED = 7  # ... and for one whose upload the server refused
 XML_FORM = "application/x-www-form-urlencoded"  # what the stock client labels its XML with
 DEFAULT_FPOPS_EST = 3.6e12  # a workunit that gives no size: an hour at 1 GFLOPS
 
@@ -92,7 +94,8 @@ def varied_hardware(count: int, *, seed: int = 1) -> list[HostHardware]:
 class HostStats:
     """What one host saw; merged into the run summary at the end."""
 
-    rpcs: int = 0
+    rpcs: int = 0  # RPCs answered (any HTTP status)
+    rpcs_sent: int = 0  # RPCs sent, answered or not
     latencies: list[float] = field(default_factory=list)
     jobs_received: int = 0
     results_reported: int = 0
@@ -100,7 +103,14 @@ class HostStats:
     uploads: int = 0
     errors: list[str] = field(default_factory=list)
     received: list[str] = field(default_factory=list)  # result names, to find double dispatch
+    acked: list[str] = field(default_factory=list)  # reports the server acknowledged, by name
     busy: int = 0  # replies that said the server is busy (load shedding)
+    error_kinds: dict[str, int] = field(default_factory=dict)  # ``errors`` counted by kind
+
+    def error(self, kind: str, text: str) -> None:
+        """Record a client-visible error: its text, and one more of its kind."""
+        self.errors.append(text)
+        self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
 
 
 @dataclass(slots=True)
@@ -112,6 +122,9 @@ class WireJob:
     plan_class: str
     outputs: tuple[FileInfoDesc, ...]
     elapsed: float = 0.0
+    wu_name: str = ""  # the job's input: replicas of one workunit write the same outputs
+    stored: set[str] = field(default_factory=set)  # output files the server has stored
+    upload_refused: bool = False  # an upload was refused for good: the task failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +148,7 @@ class ReplyJob:
             self.result.version_num or self.version.version_num,
             self.result.plan_class,
             self.outputs,
+            wu_name=self.result.wu_name,
         )
 
 
@@ -237,7 +251,7 @@ def reported_result(job: WireJob) -> ReportedResult:
         final_cpu_time=round(elapsed * 0.97, 2),
         final_elapsed_time=elapsed,
         exit_status=0,
-        state=RESULT_FILES_UPLOADED,
+        state=RESULT_UPLOAD_FAILED if job.upload_refused else RESULT_FILES_UPLOADED,
         platform=PLATFORM,
         version_num=job.version_num,
         plan_class=job.plan_class,
@@ -247,19 +261,22 @@ def reported_result(job: WireJob) -> ReportedResult:
         files=tuple(
             ReportedFile(
                 name=info.name,
-                nbytes=float(len(output_content(job.result_name, info))),
+                nbytes=float(len(output_content(job, index))),
                 max_nbytes=info.max_nbytes or 0.0,
-                md5_cksum=OutputFile(info, output_content(job.result_name, info)).md5,
+                md5_cksum=OutputFile(info, output_content(job, index)).md5,
             )
-            for info in job.outputs
+            for index, info in enumerate(job.outputs)
         ),
     )
 
 
-def output_content(result_name: str, info: FileInfoDesc) -> bytes:
-    """The output a job writes: deterministic text, within the file's max_nbytes."""
-    text = f"{result_name} {info.name} emulated output\n".encode() * 8
-    limit = int(info.max_nbytes or len(text))
+def output_content(job: WireJob, index: int) -> bytes:
+    """What the job writes into its ``index``-th output file: text that depends only on the
+    workunit, as a deterministic app's output does, so replicas agree (a bitwise validator
+    finds them equal); within the file's max_nbytes."""
+    source = job.wu_name or job.result_name
+    text = f"{source} output {index}: emulated result\n".encode() * 8
+    limit = int(job.outputs[index].max_nbytes or len(text))
     return text[: max(limit, 1)]
 
 
@@ -268,23 +285,26 @@ def check_reply(stats: HostStats, reply: SchedulerReply, reports: Sequence[WireJ
 
     A report the server did not acknowledge, a project that says it is down and a message
     about a bad request or a server error are errors of the run. A "server is busy" reply
-    (load shedding) is counted apart: it handled nothing, so the reports go again later.
+    (load shedding) is counted apart: it handled nothing, so the reports go again later. A
+    "project is down" reply handled nothing either: it is one error, whatever it reports.
     """
     if is_busy(reply):
         stats.busy += 1
         return frozenset()
+    if reply.project_is_down:
+        stats.error("rpc: project is down", "the server says the project is down")
+        return frozenset()
     acked = frozenset(reply.result_acks)
     stats.results_reported += len(reports)
     stats.results_acked += sum(1 for job in reports if job.result_name in acked)
+    stats.acked.extend(job.result_name for job in reports if job.result_name in acked)
     missing = [job.result_name for job in reports if job.result_name not in acked]
     if missing:
-        stats.errors.append(f"not acknowledged: {', '.join(missing[:5])}")
-    if reply.project_is_down:
-        stats.errors.append("the server says the project is down")
+        stats.error("rpc: report not acknowledged", f"not acknowledged: {', '.join(missing[:5])}")
     for message in reply.messages:
         text = message.text.lower()
         if "authenticator" in text or "server error" in text or "bad scheduler request" in text:
-            stats.errors.append(f"server message: {message.text}")
+            stats.error("rpc: server error message", f"server message: {message.text}")
     return acked
 
 
@@ -293,7 +313,7 @@ def is_busy(reply: SchedulerReply) -> bool:
     return any(message.text == BUSY_MESSAGE for message in reply.messages)
 
 
-def reply_jobs(reply: SchedulerReply, errors: list[str]) -> list[ReplyJob]:
+def reply_jobs(reply: SchedulerReply, stats: HostStats) -> list[ReplyJob]:
     """The reply's jobs, each with its workunit and app version; a job lacking one is an error."""
     workunits = {wu.name: wu for wu in reply.workunits}
     versions = {(v.app_name, v.version_num, v.plan_class): v for v in reply.app_versions}
@@ -302,11 +322,11 @@ def reply_jobs(reply: SchedulerReply, errors: list[str]) -> list[ReplyJob]:
     for result in reply.results:
         wu = workunits.get(result.wu_name)
         if wu is None:
-            errors.append(f"{result.name}: the reply has no workunit {result.wu_name}")
+            stats.error("rpc: incomplete reply", f"{result.name}: the reply has no workunit {result.wu_name}")
             continue
         version = versions.get((wu.app_name, result.version_num or wu.version_num or 0, result.plan_class))
         if version is None:
-            errors.append(f"{result.name}: the reply has no matching app version")
+            stats.error("rpc: incomplete reply", f"{result.name}: the reply has no matching app version")
             continue
         gpu = next((c for c in version.coprocs if c.count > 0), None)
         outputs = tuple(
@@ -328,7 +348,12 @@ def reply_jobs(reply: SchedulerReply, errors: list[str]) -> list[ReplyJob]:
 
 
 class RpcFailed(Exception):
-    """An RPC that got no usable reply (connection, HTTP status or XML); the message says which."""
+    """An RPC that got no usable reply (connection, HTTP status or XML); the message says
+    which, ``kind`` names the failure for counting."""
+
+    def __init__(self, message: str, kind: str = "rpc: failed") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class HostIdentity(TypedDict):
@@ -398,18 +423,19 @@ class WireHost:
         """
         body = render_request(request)
         start = time.perf_counter()
+        self.stats.rpcs_sent += 1
         try:
             status, data = self.session.request("POST", self.scheduler_url, body, content_type=XML_FORM)
-        except OSError as exc:
-            raise RpcFailed(f"RPC to {self.scheduler_url}: {exc}") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise RpcFailed(f"RPC to {self.scheduler_url}: {exc}", "rpc: connection failed") from None
         self.stats.latencies.append(time.perf_counter() - start)
         self.stats.rpcs += 1
         if status != 200:
-            raise RpcFailed(f"RPC: HTTP {status}: {data[:200]!r}")
+            raise RpcFailed(f"RPC: HTTP {status}: {data[:200]!r}", f"rpc: HTTP {status}")
         try:
             reply = parse_reply(data)
         except ProtocolError as exc:
-            raise RpcFailed(f"RPC: unreadable reply: {exc}") from None
+            raise RpcFailed(f"RPC: unreadable reply: {exc}", "rpc: unreadable reply") from None
         self.rpc_seqno += 1
         if reply.hostid:
             self.hostid = reply.hostid
@@ -417,11 +443,22 @@ class WireHost:
             self.code_sign_key = reply.code_sign_key
         return reply
 
-    def upload_outputs(self, job: WireJob) -> None:
-        """Upload a finished job's output files (when the gate lets uploads through)."""
-        for info in job.outputs:
-            error = upload(self.session, self.gate, OutputFile(info, output_content(job.result_name, info)))
-            if error:
-                self.stats.errors.append(error)
-            elif self.gate.enabled:
-                self.stats.uploads += 1
+    def upload_outputs(self, job: WireJob) -> bool:
+        """Upload the finished job's output files not stored yet (when the gate lets uploads
+        through); whether it is ready to report: every file stored, or one refused for good."""
+        ready = True
+        for index, info in enumerate(job.outputs):
+            if info.name in job.stored or job.upload_refused:
+                continue
+            attempt = upload_file(self.session, self.gate, OutputFile(info, output_content(job, index)))
+            if attempt.error is None:
+                job.stored.add(info.name)
+                if self.gate.enabled:
+                    self.stats.uploads += 1
+                continue
+            self.stats.error(attempt.kind, attempt.error)
+            if attempt.permanent:
+                job.upload_refused = True
+            else:
+                ready = False
+        return ready

@@ -67,6 +67,8 @@ class LiveSummary:
     errors: tuple[str, ...]
     latencies: tuple[float, ...] = field(repr=False)
     busy: int = 0  # replies that said the server is busy
+    rpcs_sent: int = 0  # RPCs sent, answered or not (``rpcs`` counts the answered ones)
+    error_kinds: tuple[tuple[str, int], ...] = ()  # ``errors`` counted by kind, most frequent first
 
     @property
     def ok(self) -> bool:
@@ -190,7 +192,7 @@ class HostDriver:
             elif host.finished:
                 host.rpc(None)  # report what is left, as a client does before it is detached
         except Exception as exc:  # a bug or a reply the host cannot use: record it, stop this host
-            host.stats.errors.append(f"host {host.index}: {type(exc).__name__}: {exc}")
+            host.stats.error("host stopped", f"host {host.index}: {type(exc).__name__}: {exc}")
             host.state.now = self.end
 
     def run(self) -> None:
@@ -221,6 +223,10 @@ def summarize(hosts: Sequence[SummarizedHost], wall: float, gate: UploadGate) ->
             if name in seen:
                 twice.append(f"{name} was sent to host {seen[name]} and host {host.index}")
             seen[name] = host.index
+    kinds: dict[str, int] = {"result sent twice": len(twice)} if twice else {}
+    for s in stats:
+        for kind, count in s.error_kinds.items():
+            kinds[kind] = kinds.get(kind, 0) + count
     return LiveSummary(
         hosts=len(hosts),
         wall_seconds=wall,
@@ -234,6 +240,8 @@ def summarize(hosts: Sequence[SummarizedHost], wall: float, gate: UploadGate) ->
         errors=tuple(e for s in stats for e in s.errors) + tuple(twice),
         latencies=tuple(x for s in stats for x in s.latencies),
         busy=sum(s.busy for s in stats),
+        rpcs_sent=sum(s.rpcs_sent for s in stats),
+        error_kinds=tuple(sorted(kinds.items(), key=lambda item: (-item[1], item[0]))),
     )
 
 

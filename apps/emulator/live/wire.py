@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import ssl
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -42,10 +43,15 @@ class Session(Protocol):
 
 
 class HttpSession:
-    """Persistent connections of one thread, keyed by scheme and host."""
+    """Persistent connections of one thread, keyed by scheme and host.
 
-    def __init__(self, *, timeout: float = 60.0) -> None:
+    ``context`` verifies HTTPS servers (a test server's self-signed certificate); the
+    default trusts the system's certificate authorities.
+    """
+
+    def __init__(self, *, timeout: float = 60.0, context: ssl.SSLContext | None = None) -> None:
         self.timeout = timeout
+        self.context = context
         self._connections: dict[tuple[str, str], http.client.HTTPConnection] = {}
 
     def request(
@@ -91,7 +97,7 @@ class HttpSession:
 
     def _connect(self, scheme: str, netloc: str) -> http.client.HTTPConnection:
         if scheme == "https":
-            return http.client.HTTPSConnection(netloc, timeout=self.timeout)
+            return http.client.HTTPSConnection(netloc, timeout=self.timeout, context=self.context)
         return http.client.HTTPConnection(netloc, timeout=self.timeout)
 
     def _drop(self, key: tuple[str, str]) -> None:
@@ -148,31 +154,49 @@ def upload_body(output: OutputFile) -> bytes:
     return header + output.content
 
 
+@dataclass(frozen=True, slots=True)
+class UploadAttempt:
+    """How one upload went: stored (no error), to be tried again later, or refused for good."""
+
+    error: str | None = None
+    kind: str = ""  # what went wrong, for counting (empty when stored or skipped)
+    permanent: bool = False
+
+
 def upload(session: Session, gate: UploadGate, output: OutputFile) -> str | None:
     """Upload one output file; return an error text, or None if it was stored or skipped."""
+    return upload_file(session, gate, output).error
+
+
+def upload_file(session: Session, gate: UploadGate, output: OutputFile) -> UploadAttempt:
+    """Upload one output file, as the client does: a network failure, an HTTP error status
+    or a transient ``<data_server_reply>`` is tried again later; status -1 is a refusal."""
     if not gate.enabled:
-        return None
+        return UploadAttempt()
     if not output.info.upload_urls:
-        return f"{output.info.name}: the reply gave no upload URL"
+        return UploadAttempt(f"{output.info.name}: the reply gave no upload URL", "upload: no URL", True)
     url = output.info.upload_urls[0]
     try:
         status, data = session.request(
             "POST", url, upload_body(output), content_type="application/x-www-form-urlencoded"
         )
     except (OSError, http.client.HTTPException) as exc:
-        return f"upload {output.info.name}: {exc}"
+        return UploadAttempt(f"upload {output.info.name}: {exc}", "upload: connection failed")
     if status in (404, 405, 501):
         gate.disable(f"the upload handler {url} answered HTTP {status}; uploads skipped")
-        return None
+        return UploadAttempt()
     if status != 200:
-        return f"upload {output.info.name}: HTTP {status}"
+        return UploadAttempt(f"upload {output.info.name}: HTTP {status}", f"upload: HTTP {status}")
     try:
         reply = parse_upload_reply(data)
     except ProtocolError as exc:
-        return f"upload {output.info.name}: bad reply ({exc})"
-    if reply.status != UploadStatus.OK:
-        return f"upload {output.info.name}: status {reply.status} {reply.message or ''}".strip()
-    return None
+        return UploadAttempt(f"upload {output.info.name}: bad reply ({exc})", "upload: unreadable reply")
+    if reply.status == UploadStatus.OK:
+        return UploadAttempt()
+    error = f"upload {output.info.name}: status {reply.status} {reply.message or ''}".strip()
+    if reply.status == UploadStatus.TRANSIENT:
+        return UploadAttempt(error, "upload: try later (status 1)")
+    return UploadAttempt(error, "upload: refused (status -1)", True)
 
 
 def account_key(session: Session, master_url: str, *, email: str, password: str, user_name: str) -> str:
