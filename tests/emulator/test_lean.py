@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from apps.core.domain.resources import ProcType
 from apps.emulator.live import HostHardware, LeanConfig, LiveConfig, UploadGate, format_summary, run_lean
 from apps.emulator.live.lean import LeanHost, QueuedJob, make_lean_hosts, resource_request, run_fifo
-from apps.emulator.live.rpc import WireJob
+from apps.emulator.live.rpc import WireJob, reported_result
 from apps.emulator.profiling import ClientSession, profile_hosts
 from apps.emulator.services import BenchProject, bench_project_create
-from apps.protocol import SchedulerRequest, parse_request
+from apps.protocol import FileInfoDesc, SchedulerRequest, parse_request
 
 BUFFER = 8640.0  # 0.1 day
 CPU_HOST = HostHardware(ncpus=4, cpu_flops=4e9)
@@ -204,3 +206,39 @@ def test_a_busy_reply_is_counted_apart_and_the_reports_go_again(project, setting
     settings.COBBLESTONE_SCHED_SLOTS = 0
     host.rpc()
     assert (host.finished, host.pause, host.stats.results_acked) == ([], 0.0, host.stats.results_reported)
+
+
+class FailingFirstUpload(ClientSession):
+    """Django's test client; the first upload gets HTTP 502, as from a proxy whose server died."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: list[str] = []
+
+    def request(self, method, url, body=None, *, content_type=""):
+        if url.endswith("/file_upload_handler") and not self.failed:
+            self.failed.append(url)
+            return 502, b"Bad Gateway"
+        return super().request(method, url, body, content_type=content_type)
+
+
+@pytest.mark.django_db
+def test_a_job_is_reported_only_once_its_upload_went_through(project) -> None:
+    host = _host(project, CPU_HOST)
+    host.gate = UploadGate()
+    host.session = FailingFirstUpload()
+    host.step()  # jobs arrive; the simulated time runs them all
+    host.advance(1e6)
+    (waiting,) = (job.result_name for job in host.uploading)
+    host.rpc()
+    assert waiting not in host.stats.acked
+    assert host.stats.error_kinds == {"upload: HTTP 502": 1}
+    host.step()  # the upload goes again, then the report
+    assert (host.uploading, waiting in host.stats.acked) == ([], True)
+
+
+def test_replicas_of_a_workunit_report_the_same_output() -> None:
+    info = FileInfoDesc(name="wu_1_0_r1", max_nbytes=4096)
+    first = WireJob("wu_1_0", 100, "", (info,), wu_name="wu_1")
+    second = WireJob("wu_1_1", 100, "", (replace(info, name="wu_1_1_r1"),), wu_name="wu_1")
+    assert reported_result(first).files[0].md5_cksum == reported_result(second).files[0].md5_cksum
