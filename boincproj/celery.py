@@ -9,6 +9,14 @@ from pathlib import Path
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincproj.settings")
+# Celery takes the result backend from the environment's CELERY_RESULT_BACKEND before any
+# setting (celery.app.utils.Settings.result_backend). Where the environment file says
+# "django-db", as deploy/cobblestone.env.example does, the worker would use
+# django-celery-results' own backend, whose writes from the worker's main process fail for
+# good after a database restart, instead of the one the settings choose for "django-db"
+# (boincproj.results, which reconnects): the environment names that class too.
+if os.environ.get("CELERY_RESULT_BACKEND") == "django-db":
+    os.environ["CELERY_RESULT_BACKEND"] = "boincproj.results:DatabaseBackend"
 
 app = Celery("boincproj")
 app.config_from_object("django.conf:settings", namespace="CELERY")

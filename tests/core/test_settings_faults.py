@@ -83,3 +83,14 @@ def test_postgresql_connections_are_health_checked_and_time_out():
     )
     assert database["CONN_HEALTH_CHECKS"] is True
     assert database["OPTIONS"]["connect_timeout"] == 5
+
+
+def test_the_worker_writes_results_with_the_reconnecting_backend_as_the_environment_file_names_it():
+    # deploy/cobblestone.env.example sets CELERY_RESULT_BACKEND=django-db, and Celery reads
+    # that variable before any setting.
+    backend = (
+        "(lambda c: c.__module__ + '.' + c.__name__)(type(__import__('boincproj.celery').celery.app.backend))"
+    )
+    expected = "boincproj.results.DatabaseBackend"
+    assert value(backend, DEBUG="true", CELERY_RESULT_BACKEND="django-db") == expected
+    assert value(backend, DEBUG="true") == expected
