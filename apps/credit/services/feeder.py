@@ -27,9 +27,11 @@ def credit_normalize_app(*, app_id: int) -> int:
     policy = credit_policy(app)
     medians = _host_medians(app) if policy.version_median else {}
     with transaction.atomic():
-        app = App.objects.select_for_update().get(id=app_id)
+        # no_key: as the validator locks them (apps.credit.services.rows), so the foreign-key
+        # checks of the results a scheduler RPC or the transitioner commits do not wait here.
+        app = App.objects.select_for_update(no_key=True).get(id=app_id)
         versions = list(
-            AppVersion.objects.select_for_update().filter(app=app, deprecated=False).order_by("id")
+            AppVersion.objects.select_for_update(no_key=True).filter(app=app, deprecated=False).order_by("id")
         )
         changed = 0
         for version in versions:

@@ -33,13 +33,20 @@ def _all_columns(model: type[Model]) -> ModelColumns:
 def _for_update() -> str:
     # SQLite has no row locks (Django drops select_for_update there too): its IMMEDIATE
     # transactions hold the database's write lock from BEGIN.
-    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+    if not connection.features.has_select_for_update:
+        return ""
+    # NO KEY UPDATE: credit writers still wait for each other, but a scheduler RPC's commit
+    # does not wait for them. The results an RPC sends name a host, an account and an app
+    # version, and PostgreSQL checks those foreign keys at commit with KEY SHARE locks, which
+    # FOR UPDATE blocks: an RPC waiting there for a validator's app version while holding
+    # that validator's next row (an account of several hosts) was a deadlock.
+    return " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else " FOR UPDATE"
 
 
 def locked_rows(
     model: type[Model], ids: Iterable[int | None], columns: ModelColumns | None = None
 ) -> dict[int, Any]:
-    """Rows by id, locked FOR UPDATE in id order (the order every locker here uses).
+    """Rows by id, locked for update in id order (the order every locker here uses).
 
     ``columns`` (aliased ``t``) loads only some fields; the rest are deferred.
     """
@@ -66,7 +73,7 @@ def hav_key(
 def locked_havs(
     app: App, keys: set[tuple[int, int | None, str]]
 ) -> dict[tuple[int, int | None, str], HostAppVersion]:
-    """The host_app_versions of these keys, locked FOR UPDATE in id order."""
+    """The host_app_versions of these keys, locked for update in id order."""
     if not keys:
         return {}
     conds: list[str] = []
