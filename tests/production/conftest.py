@@ -1,6 +1,7 @@
 """The production stack for the end-to-end tests: nginx (TLS), gunicorn, PostgreSQL, Redis, a
-Celery worker and beat, started by apps.core.stack from deploy/'s files, once per module
-(PostgreSQL and Redis are private servers in the stack's directory).
+Celery worker and beat, started by apps.core.stack from deploy/'s files, once for the whole
+directory (PostgreSQL and Redis are private servers in the stack's directory). The fault
+suite (test_faults.py) restarts and kills its parts and leaves every one running again.
 
 Projects are installed with the operator's commands (make_project, add_app, add_app_version,
 create_work) through ``Stack.manage``; the stock BOINC client reaches the server only through
@@ -43,11 +44,12 @@ RESULT_TEMPLATE = """<output_template>
 """
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
+@pytest.fixture(scope="package")
+def production_stack() -> Iterator[Stack]:
+    """The stack, started once for every test module here: starting it takes a while."""
     require_service("COBBLESTONE_TEST_DATABASE_URL", "PostgreSQL")  # installed and able to run
+    require_service("COBBLESTONE_TEST_REDIS_URL", "Redis")  # redis-server, which the stack runs
     nginx = require_service("COBBLESTONE_TEST_NGINX", "nginx")
-    require_service("COBBLESTONE_TEST_BOINC", "the BOINC client")
     directory = Path(tempfile.mkdtemp(prefix="cobblestone-production-"))
     try:
         # A PostgreSQL server of its own: the stack's connections never compete with other
@@ -57,6 +59,13 @@ def stack() -> Iterator[Stack]:
     finally:
         if not os.environ.get("COBBLESTONE_KEEP_STACK_DIRS"):
             shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def stack(production_stack: Stack) -> Stack:
+    """The stack, for tests that attach the stock BOINC client to it."""
+    require_service("COBBLESTONE_TEST_BOINC", "the BOINC client")
+    return production_stack
 
 
 def sql(stack: Stack, query: str, *params: Any) -> list[tuple[Any, ...]]:
