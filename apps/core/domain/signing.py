@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import utils as asym_utils
 
 KEY_BITS = 1024  # the client keeps keys in fixed 128-byte buffers; larger keys do not fit
 PUBLIC_EXPONENT = 65537
@@ -262,36 +263,26 @@ def _normalize_md5(value: str) -> str:
 
 
 def sign_md5_hex(private_text: str, md5_hex_value: str) -> str:
-    """The ``<file_signature>`` text for a file whose MD5 is ``md5_hex_value``."""
+    """The ``<file_signature>`` text for a file whose MD5 is ``md5_hex_value``: BOINC signs
+    the 32 hex characters themselves with PKCS#1 v1.5 padding and no DigestInfo."""
     payload = _normalize_md5(md5_hex_value).encode("ascii")
-    k = _parsed_private_key(private_text)
-    size = (k.n.bit_length() + 7) // 8
-    pad_len = size - 3 - len(payload)
-    if pad_len < 8:  # PKCS#1 v1.5 requires at least 8 padding bytes
+    key = _loaded_private_key(private_text)
+    if (key.key_size + 7) // 8 - 3 - len(payload) < 8:  # PKCS#1 v1.5 needs 8 padding bytes
         raise KeyFormatError("modulus too small for a PKCS#1 v1.5 signature")
-    block = b"\x00\x01" + b"\xff" * pad_len + b"\x00" + payload
-    signature = _private_op(int.from_bytes(block, "big"), k)
-    return format_hex_block(signature.to_bytes(size, "big"))
+    return format_hex_block(key.sign(payload, padding.PKCS1v15(), asym_utils.NoDigestInfo()))
 
 
 @lru_cache(maxsize=32)
-def _parsed_private_key(private_text: str) -> PrivateKeyNumbers:
-    # Servers sign with one or two keys all day; parsing the hex each time is waste.
-    return parse_private_key(private_text)
+def _loaded_private_key(private_text: str) -> rsa.RSAPrivateKey:
+    # Servers sign with one or two keys all day (every output file's upload certificate):
+    # parse each once, and sign in OpenSSL, a tenth of the cost of the same arithmetic in Python.
+    return load_private_key(private_text)
 
 
 @lru_cache(maxsize=32)
 def _loaded_public_key(public_text: str) -> rsa.RSAPublicKey:
     # Every upload is checked against its project's key: parse each key once per process.
     return load_public_key(public_text)
-
-
-def _private_op(m: int, k: PrivateKeyNumbers) -> int:
-    """m^d mod n by the Chinese remainder theorem (about 3x faster than pow(m, d, n))."""
-    s1 = pow(m, k.dmp1, k.p)
-    s2 = pow(m, k.dmq1, k.q)
-    h = (k.iqmp * (s1 - s2)) % k.p
-    return s2 + h * k.q
 
 
 def sign_file(private_text: str, path: str | os.PathLike[str]) -> tuple[str, str]:

@@ -121,7 +121,9 @@ def _accepts_report(result: Result) -> bool:
 
 def _reported_rows(ctx: RpcContext, names: list[str]) -> dict[str, Result]:
     """The reported results by name, locked, with their workunits and (cached) versions."""
-    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    # In id order, as the daemons lock results: a transitioner or validator batch holds many
+    # workunits' results, and two lockers taking two of them in opposite orders deadlock.
+    lock = " ORDER BY r.id FOR UPDATE OF r" if connection.features.has_select_for_update else ""
     named, params = any_of("r.name", names, "text")
     found = results_with_workunits(
         f"r.project_id = %s AND {named}",
