@@ -11,7 +11,7 @@ from apps.work.domain.states import AssimilateState, ErrorMask, Outcome, ServerS
 from apps.work.domain.transitions import TRANSITION_FLAG_NO_NEW_RESULTS
 from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services import workunits_transition
-from apps.work.services.transitioner import _claim, workunit_transition
+from apps.work.services.transitioner import _claim_due, workunit_transition
 from tests.backend.conftest import make_wu, report, results_of, send
 
 pytestmark = pytest.mark.django_db
@@ -141,18 +141,16 @@ def test_need_validate_is_set_when_successes_reach_the_quorum(project, app, vers
 
 def test_a_workunit_claimed_by_another_worker_is_skipped(project, app, now):
     wu = make_wu(project, app, now, create_results=False)
-    old = Workunit.objects.get(id=wu.id).transition_time
-    assert _claim(wu.id, old, now) is not None
-    assert _claim(wu.id, old, now) is None  # the second worker loses
+    assert [c.workunit_id for c in _claim_due(project.id, now, 10)] == [wu.id]
+    assert _claim_due(project.id, now, 10) == []  # the second worker finds nothing due
     assert workunits_transition(project=project, now=now).items == 0
     assert results_of(wu) == []
 
 
 def test_a_report_during_the_pass_keeps_its_earlier_transition_time(project, app, now):
     wu = make_wu(project, app, now, create_results=False)
-    old = Workunit.objects.get(id=wu.id).transition_time
-    lease = _claim(wu.id, old, now)
+    [claim] = _claim_due(project.id, now, 10)
     Workunit.objects.filter(id=wu.id).update(transition_time=now)  # a report lowers it
-    workunit_transition(workunit_id=wu.id, now=now, lease=lease)
+    workunit_transition(workunit_id=wu.id, now=now, lease=claim.lease)
     wu.refresh_from_db()
     assert wu.transition_time == now

@@ -1,10 +1,12 @@
 """The transitioner's decision for one workunit (BOINC sched/transitioner.cpp, ``handle_wu``).
 
 ``plan_transition`` looks at a workunit and all its results and returns a ``TransitionPlan``
-saying what to change; it never writes. The transitioner service loads the rows, calls it, and
-applies the plan with conditional updates (``filter(id=..., server_state=IN_PROGRESS)``), so an
-overlapping pass changes nothing twice. ``apply_plan`` is the pure reference applier: applying a
-plan and planning again at the same ``now`` gives an empty plan (the property tests check this).
+saying what to change; it never writes. The transitioner service loads the rows (the results
+locked), calls it, and applies the plan: the results' planned states, which the lock keeps
+current, and the workunit's changes relative to what is there (bits OR-ed in, states moved on
+only from INIT), since other daemons write the workunit meanwhile. ``apply_plan`` is the pure
+reference applier: applying a plan and planning again at the same ``now`` gives an empty plan
+(the property tests check this).
 
 One pass, in order:
 

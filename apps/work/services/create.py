@@ -5,12 +5,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Field, Model
+from django.utils import timezone
 
 # The bounds live with the rules (App checks its defaults with them too); callers import them here.
 from apps.applications.domain.job_bounds import MAX_DELAY_BOUND as MAX_DELAY_BOUND
@@ -18,7 +21,7 @@ from apps.applications.domain.job_bounds import MAX_REPLICAS as MAX_REPLICAS
 from apps.applications.domain.job_bounds import job_bounds_problems
 from apps.applications.models import JOB_DEFAULT_FIELDS, App
 from apps.core import clock
-from apps.core.db import analyze_tables, fetch_rows, placeholders
+from apps.core.db import WriteBatch, analyze_tables, array_literal, execute, fetch_rows, placeholders
 from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
 from apps.protocol import xml_safe_text
@@ -330,27 +333,144 @@ def result_create(*, workunit: Workunit, name: str, server_state: ServerState = 
     )
     upload_key = workunit.project.upload_private_key
     OutputFile.objects.bulk_create(
-        OutputFile(
-            result=result,
-            name=f"{name}_{i}",
-            # Signed here, off the scheduler's hot path: the certificate never changes.
-            xml_signature=sign_upload_certificate(
-                upload_key, f"{name}_{i}", int(spec.get("max_nbytes", 1_000_000))
-            )
-            if upload_key
-            else "",
-            ordinal=i,
-            open_name=spec.get("open_name", ""),
-            max_nbytes=int(spec.get("max_nbytes", 1_000_000)),
-            copy_file=bool(spec.get("copy_file", True)),
-            optional=bool(spec.get("optional", False)),
-            gzip_when_done=bool(spec.get("gzip_when_done", False)),
-            upload=bool(spec.get("upload", True)),
-            sticky=bool(spec.get("sticky", False)),
-        )
+        OutputFile(result=result, **_output_values(name, i, spec, upload_key))
         for i, spec in enumerate(workunit.output_files)
     )
     return result
+
+
+def _output_values(result_name: str, ordinal: int, spec: dict[str, Any], upload_key: str) -> dict[str, Any]:
+    """An output file's fields from its spec (the workunit's output template entry), in
+    ``_OUTPUT_VARYING``'s order."""
+    name = f"{result_name}_{ordinal}"
+    max_nbytes = int(spec.get("max_nbytes", 1_000_000))
+    return {
+        "name": name,
+        "open_name": spec.get("open_name", ""),
+        "ordinal": ordinal,
+        "max_nbytes": max_nbytes,
+        "copy_file": bool(spec.get("copy_file", True)),
+        "optional": bool(spec.get("optional", False)),
+        "gzip_when_done": bool(spec.get("gzip_when_done", False)),
+        "upload": bool(spec.get("upload", True)),
+        "sticky": bool(spec.get("sticky", False)),
+        # Signed here, off the scheduler's hot path: the certificate never changes.
+        "xml_signature": sign_upload_certificate(upload_key, name, max_nbytes) if upload_key else "",
+    }
+
+
+# The columns results_create gives each row; every other column takes its field's default.
+_RESULT_VARYING = ("project", "app", "workunit", "name", "priority", "server_state")
+_OUTPUT_VARYING = (
+    "result",
+    "name",
+    "open_name",
+    "ordinal",
+    "max_nbytes",
+    "copy_file",
+    "optional",
+    "gzip_when_done",
+    "upload",
+    "sticky",
+    "xml_signature",
+)
+# SQLite allows 32,766 parameters a statement: rows of ~40 columns, a few hundred at a time.
+_SQLITE_INSERT_ROWS = 500
+
+
+def results_create(
+    *,
+    new: Sequence[tuple[Workunit, str]],
+    server_state: ServerState = ServerState.UNSENT,
+    upload_keys: Mapping[int, str] | None = None,
+    batch: WriteBatch | None = None,
+) -> list[int]:
+    """``result_create`` for many (workunit, name) pairs at once; their ids, in order.
+
+    The results are one INSERT (on PostgreSQL its rows travel as arrays, so the statement
+    has one shape whatever their number) and their output files another; with ``batch`` the
+    output files wait there until ``batch.flush()``. Each workunit needs its id, project,
+    app, priority and output_files loaded. ``upload_keys`` (project id -> upload private key)
+    saves reading the keys of the workunits' projects.
+    """
+    if not new:
+        return []
+    if upload_keys is None:
+        upload_keys = _upload_keys({wu.project_id for wu, _name in new})
+    state = int(server_state)
+    rows = [(wu.project_id, wu.app_id, wu.id, name, wu.priority, state) for wu, name in new]
+    returned = _insert(Result, _RESULT_VARYING, rows, returning=("id", "project_id", "name"))
+    ids_by_name = {(project_id, name): rid for rid, project_id, name in returned}
+    ids = [ids_by_name[(wu.project_id, name)] for wu, name in new]
+    files = [
+        (rid, *_output_values(name, i, spec, upload_keys.get(wu.project_id, "")).values())
+        for (wu, name), rid in zip(new, ids, strict=True)
+        for i, spec in enumerate(wu.output_files)
+    ]
+    if files:
+        _insert(OutputFile, _OUTPUT_VARYING, files, batch=batch)
+    return ids
+
+
+def _upload_keys(project_ids: set[int]) -> dict[int, str]:
+    return dict(Project.objects.filter(id__in=project_ids).values_list("id", "upload_private_key"))
+
+
+def _insert(
+    model: type[Model],
+    varying: tuple[str, ...],
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    returning: tuple[str, ...] = (),
+    batch: WriteBatch | None = None,
+) -> list[tuple[Any, ...]]:
+    """INSERT ``rows`` (values of the ``varying`` fields, ready for the database: ints, strs,
+    bools) into ``model``'s table; its other columns take their fields' defaults (creation
+    times the wall clock, as ``auto_now_add`` gives the ORM's rows). The ``returning``
+    columns of the rows inserted, in no particular order; with ``batch`` (nothing returned)
+    the statement waits there until ``batch.flush()``."""
+    meta, quote = model._meta, connection.ops.quote_name
+    fields = [meta.get_field(name) for name in varying]
+    constant = [f for f in meta.concrete_fields if not f.primary_key and f not in fields]
+    columns = ", ".join(quote(f.column) for f in [*fields, *constant])
+    defaults = [f.get_db_prep_save(_default(f), connection) for f in constant]
+    tail = f" RETURNING {', '.join(quote(meta.get_field(c).column) for c in returning)}" if returning else ""
+    table = quote(meta.db_table)
+    if connection.vendor == "postgresql":
+        names = [f"c{i}" for i in range(len(fields))]
+        arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+        values = ", ".join([*(f"v.{n}" for n in names), *(f"%s::{f.db_type(connection)}" for f in constant)])
+        sql = (
+            f"INSERT INTO {table} ({columns}) SELECT {values} FROM unnest({arrays}) AS v({', '.join(names)})"
+            + tail
+        )
+        params = [*defaults, *(array_literal(col) for col in zip(*rows, strict=True))]
+        if returning:
+            return fetch_rows(sql, params)
+        if batch is not None:
+            batch.add(sql, params, table=meta.db_table)
+        else:
+            execute(sql, params)
+        return []
+    found: list[tuple[Any, ...]] = []
+    row_sql = f"({', '.join(['%s'] * (len(fields) + len(constant)))})"
+    for start in range(0, len(rows), _SQLITE_INSERT_ROWS):
+        chunk = rows[start : start + _SQLITE_INSERT_ROWS]
+        sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row_sql] * len(chunk))}{tail}"
+        params = [value for row in chunk for value in (*row, *defaults)]
+        if returning:
+            found += fetch_rows(sql, params)
+        elif batch is not None:
+            batch.add(sql, params, table=meta.db_table)
+        else:
+            execute(sql, params)
+    return found
+
+
+def _default(f: Field) -> Any:
+    if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+        return timezone.now()
+    return f.get_default()
 
 
 def workunit_create(

@@ -1,21 +1,30 @@
 """The transitioner (BOINC sched/transitioner.cpp): move workunits whose transition_time has come.
 
-One pass:
+One pass, in batches of up to ``CLAIM_BATCH`` workunits until ``limit`` are handled:
 
-1. Pick up to ``limit`` workunits of the project with transition_time <= now, oldest first.
-2. Claim each with a conditional UPDATE of transition_time to a short lease (now + 10 min):
-   a workunit another worker claimed first no longer matches and is skipped, and one whose
+1. Claim the project's due workunits (transition_time <= now), oldest first, by setting
+   their transition_time to a short lease (now + 10 min) in one statement: on PostgreSQL
+   the due rows are picked ``FOR UPDATE SKIP LOCKED``, so concurrent workers claim
+   disjoint batches; a workunit another worker claimed first is no longer due. One whose
    worker died is picked up again when the lease runs out.
-3. In one transaction per workunit: lock the host_app_versions of results past their
-   deadline (a scheduler RPC's lock order), then its results (id order, as the validator
-   does), read them and the workunit as snapshots and ``plan_transition``
-   (apps.work.domain.transitions).
-4. Apply the plan with conditional updates: time out results (the host_app_version takes a
-   TIMEOUT through the credit service), withdraw unneeded unsent ones, mark NO_CHECK, create
-   new results with ``result_create``, set error bits, need_validate, assimilation and
-   file-deletion readiness.
-5. Write the next transition_time only if the lease is still there; a report or a send in
-   the meantime lowered it, and that earlier time wins.
+2. In one transaction per batch: lock the host_app_versions of results past their
+   deadline (a scheduler RPC's lock order), then the batch's results (id order, as the
+   validator locks a workunit's), read them and the workunits (with their projects'
+   grace period and delete delay) in one statement each, and ``plan_transition`` each
+   workunit (apps.work.domain.transitions).
+3. Apply the plans, each table written once for the whole batch: the results' new states
+   (timed out, withdrawn unneeded, NO_CHECK, file-deletion ready) in one statement, read
+   under the lock, so the states written are the planned ones; the hosts of timed-out
+   results take a TIMEOUT through the credit service; new results and their output files
+   in one INSERT each (``results_create``); the workunits' error bits, need_validate,
+   assimilation and file-deletion readiness, homogeneous version, priority and next
+   transition_time in one UPDATE.
+4. The next transition_time is written only where the lease is still there; a report or
+   a send in the meantime lowered it, and that earlier time wins.
+
+A batch that fails is rolled back and its workunits are tried again one by one, each in
+its own transaction, so one failing workunit holds up only itself (until its lease runs
+out and the next pass tries it again).
 
 Applying a plan and planning again gives an empty plan, so a second pass changes nothing.
 """
@@ -24,16 +33,17 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, DateTimeField, F, PositiveSmallIntegerField, Value, When
+from django.db.models import Model
 
 from apps.core import clock
-from apps.core.db import WriteBatch, array_literal
+from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, fetch_rows, update_rows
 from apps.credit.domain.quota import JobOutcome
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
@@ -55,16 +65,70 @@ from apps.work.domain.transitions import (
     plan_transition,
 )
 from apps.work.models import Result, Workunit
-from apps.work.services.create import result_create
-from apps.work.services.host_outcomes import host_app_versions_lock_before_results, results_record_outcome
+from apps.work.services.create import results_create
+from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits, results_record_outcome
 
 logger = logging.getLogger(__name__)
 
 CLAIM_LEASE = timedelta(minutes=10)
+# Workunits claimed and handled together: one transaction, a few statements per table.
+CLAIM_BATCH = 200
 # BOINC pushes a backlogged workunit 2 * lag later, within these bounds.
 BACKLOG_MIN_SECONDS = 60
 BACKLOG_MAX_SECONDS = 86400
 _PLANNING_SENTINEL = -1  # a transition_time no plan can keep, so every plan states the next one
+
+# What the plans read and change: the statements run for every batch are written by hand
+# (apps.core.db), the ORM costing more than the SQL.
+_RESULT = ModelColumns(
+    Result,
+    "r",
+    [
+        "id",
+        "workunit",
+        "name",
+        "server_state",
+        "outcome",
+        "validate_state",
+        "client_state",
+        "exit_status",
+        "report_deadline",
+        "received_time",
+        "file_delete_state",
+        # For the credit service, when the result times out.
+        "host",
+        "app",
+        "app_version",
+        "anonymous_proc_type",
+    ],
+)
+RESULT_FIELDS = ["server_state", "outcome", "validate_state", "file_delete_state"]
+_WORKUNIT = ModelColumns(
+    Workunit,
+    "w",
+    [
+        "id",
+        "name",
+        "min_quorum",
+        "target_nresults",
+        "max_error_results",
+        "max_total_results",
+        "max_success_results",
+        "delay_bound",
+        "error_mask",
+        "canonical_result",
+        "assimilate_state",
+        "file_delete_state",
+        "need_validate",
+        "app_version",
+        "priority",
+        "transitioner_flags",
+        # For the new results.
+        "project",
+        "app",
+        "output_files",
+    ],
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,67 +141,174 @@ class TransitionOutcome:
     created: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A workunit to transition: ``lease`` is the transition_time its claim wrote (None: no
+    claim, the next time is written whatever is there), ``lag`` how late it was."""
+
+    workunit_id: int
+    lease: datetime | None = None
+    lag: timedelta = timedelta(0)
+
+
 def workunits_transition(
     *, project: Project, now: datetime | None = None, limit: int | None = None
 ) -> DaemonPass:
     """One transitioner pass over the project's due workunits (steps in the module doc)."""
     now = now or clock.now()
-    limit = limit or settings.COBBLESTONE_DAEMON_BATCH
-    due = list(
-        Workunit.objects.filter(project=project, transition_time__lte=now)
-        .order_by("transition_time", "id")
-        .values_list("id", "transition_time")[:limit]
-    )
-    changed = errors = 0
-    for wu_id, old_time in due:
-        lease = _claim(wu_id, old_time, now)
-        if lease is None:
-            continue
-        try:
-            outcome = workunit_transition(workunit_id=wu_id, now=now, lease=lease, lag=now - old_time)
-        except Exception:
+    remaining = limit or settings.COBBLESTONE_DAEMON_BATCH
+    claimed = changed = errors = 0
+    while remaining > 0:
+        size = min(CLAIM_BATCH, remaining)
+        # Each batch is claimed just before it is handled, so its lease is all its own.
+        claims = _claim_due(project.id, now, size)
+        claimed += len(claims)
+        remaining -= len(claims)
+        batch_changed, batch_errors = _transition_claimed(claims, now)
+        changed += batch_changed
+        errors += batch_errors
+        if len(claims) < size:
+            break
+    return DaemonPass(items=changed, errors=errors, message=f"{claimed} due")
+
+
+def _transition_claimed(claims: list[Claim], now: datetime) -> tuple[int, int]:
+    """(workunits changed, workunits failed); a failed batch is tried again one by one."""
+    if not claims:
+        return 0, 0
+    try:
+        return sum(o.changed for o in workunits_transition_batch(claims, now)), 0
+    except Exception:
+        if len(claims) == 1:
             # The lease runs out and the next pass retries; the transaction left nothing half done.
-            logger.exception("transitioner: workunit %s failed", wu_id)
-            errors += 1
-            continue
-        changed += outcome.changed
-    return DaemonPass(items=changed, errors=errors, message=f"{len(due)} due")
+            logger.exception("transitioner: workunit %s failed", claims[0].workunit_id)
+            return 0, 1
+        logger.warning(
+            "transitioner: a batch of %d workunits failed; trying them one by one", len(claims), exc_info=True
+        )
+    changed = errors = 0
+    for claim in claims:
+        c, e = _transition_claimed([claim], now)
+        changed += c
+        errors += e
+    return changed, errors
 
 
-def _claim(wu_id: int, old_time: datetime, now: datetime) -> datetime | None:
+def _lease(now: datetime) -> datetime:
     # Microseconds from the claim make the lease value this worker's own.
-    lease = now + CLAIM_LEASE + timedelta(microseconds=clock.now().microsecond)
-    claimed = Workunit.objects.filter(id=wu_id, transition_time=old_time).update(transition_time=lease)
-    return lease if claimed else None
+    return now + CLAIM_LEASE + timedelta(microseconds=clock.now().microsecond)
+
+
+def _claim_due(project_id: int, now: datetime, size: int) -> list[Claim]:
+    """Claim up to ``size`` of the project's due workunits, oldest first (step 1)."""
+    lease = _lease(now)
+    if connection.vendor == "postgresql":
+        table = _table(Workunit)
+        rows = fetch_rows(
+            f"WITH due AS (SELECT id, transition_time FROM {table} WHERE project_id = %s"
+            " AND transition_time <= %s ORDER BY transition_time, id LIMIT %s FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {table} w SET transition_time = %s FROM due WHERE w.id = due.id"
+            " RETURNING w.id, due.transition_time",
+            [project_id, now, size, lease],
+        )
+        rows.sort(key=lambda row: (row[1], row[0]))
+    else:
+        # SQLite's transactions hold the write lock from BEGIN: nobody claims in between.
+        with transaction.atomic():
+            rows = list(
+                Workunit.objects.filter(project_id=project_id, transition_time__lte=now)
+                .order_by("transition_time", "id")
+                .values_list("id", "transition_time")[:size]
+            )
+            if rows:
+                Workunit.objects.filter(id__in=[wu_id for wu_id, _ in rows]).update(transition_time=lease)
+    return [Claim(wu_id, lease, now - old_time) for wu_id, old_time in rows]
 
 
 def workunit_transition(
     *, workunit_id: int, now: datetime, lease: datetime | None = None, lag: timedelta | None = None
 ) -> TransitionOutcome:
-    """Plan and apply one workunit's transition; ``lease`` is the claimed transition_time."""
+    """Plan and apply one workunit's transition (a batch of one); ``lease`` is the claimed
+    transition_time."""
+    outcomes = workunits_transition_batch([Claim(workunit_id, lease, lag or timedelta(0))], now)
+    if not outcomes:
+        raise Workunit.DoesNotExist(f"workunit {workunit_id} does not exist")
+    return outcomes[0]
+
+
+def workunits_transition_batch(claims: Sequence[Claim], now: datetime) -> list[TransitionOutcome]:
+    """Plan and apply the transitions of several workunits in one transaction (steps 2-4);
+    workunits that no longer exist are left out of the outcomes."""
+    if not claims:
+        return []
+    by_id = {c.workunit_id: c for c in claims}
+    ids = sorted(by_id)
+    unix_now = now.timestamp()
     with transaction.atomic():
         # Results past their deadline may time out, which judges their hosts: those
         # host_app_versions are locked first, in a scheduler RPC's order (the helper's doc).
-        host_app_versions_lock_before_results(
-            workunit_id,
-            "r.server_state = %s AND r.report_deadline < %s",
-            [int(ServerState.IN_PROGRESS), now],
+        host_app_versions_lock_for_workunits(
+            ids, "r.server_state = %s AND r.report_deadline < %s", [int(ServerState.IN_PROGRESS), now]
         )
-        rows = list(Result.objects.select_for_update().filter(workunit_id=workunit_id).order_by("id"))
-        wu = Workunit.objects.select_related("project").get(id=workunit_id)
-        grace = wu.project.report_grace_period
-        config = TransitionConfig(delete_delay=wu.project.delete_delay_hours * 3600)
-        plan = plan_transition(
-            workunit_snapshot(wu),
-            [result_snapshot(r, grace) for r in rows],
-            now=now.timestamp(),
-            config=config,
+        results = _locked_results(ids)
+        plans = []
+        for wu, config, grace in _workunits(ids):
+            rows = results.get(wu.id, [])
+            snapshots = [result_snapshot(r, grace) for r in rows]
+            plans.append(
+                (wu, rows, plan_transition(workunit_snapshot(wu), snapshots, now=unix_now, config=config))
+            )
+        # Nothing below reads what these write: they wait in ``writes`` and go together.
+        writes = WriteBatch()
+        timed_out = _apply_results(plans, now, writes)
+        _create_results(plans, writes)
+        _apply_workunits(plans, by_id, now, writes)
+        writes.flush()
+    return [
+        TransitionOutcome(
+            wu.id, not _is_only_time(plan), timed_out=timed_out.get(wu.id, 0), created=plan.n_new_results
         )
-        timed_out = _apply_results(wu, rows, plan, now)
-        created = _create_results(wu, plan)
-        _apply_workunit(wu, plan, now, lease, lag or timedelta(0))
-    changed = not _is_only_time(plan)
-    return TransitionOutcome(workunit_id, changed, timed_out=timed_out, created=created)
+        for wu, _rows, plan in plans
+    ]
+
+
+def _table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _locked_results(workunit_ids: list[int]) -> dict[int, list[Result]]:
+    """The workunits' results by workunit, locked FOR UPDATE in id order (SQLite has no row
+    locks: its IMMEDIATE transactions hold the database's write lock)."""
+    where, params = any_of("r.workunit_id", workunit_ids, "bigint")
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    rows = fetch_rows(
+        f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE {where} ORDER BY r.id{lock}", params
+    )
+    by_workunit: dict[int, list[Result]] = {}
+    for row in rows:
+        result = _RESULT.build(row)
+        by_workunit.setdefault(result.workunit_id, []).append(result)
+    return by_workunit
+
+
+def _workunits(workunit_ids: list[int]) -> list[tuple[Workunit, TransitionConfig, int]]:
+    """The workunits in id order, each with its project's settings: (workunit, config, grace
+    period in seconds)."""
+    where, params = any_of("w.id", workunit_ids, "bigint")
+    rows = fetch_rows(
+        f"SELECT {_WORKUNIT.sql()}, p.report_grace_period, p.delete_delay_hours FROM {_table(Workunit)} w"
+        f" JOIN {_table(Project)} p ON p.id = w.project_id WHERE {where} ORDER BY w.id",
+        params,
+    )
+    configs: dict[float, TransitionConfig] = {}
+    found = []
+    for row in rows:
+        grace, delay_hours = row[_WORKUNIT.width :]
+        config = configs.get(delay_hours)
+        if config is None:
+            config = configs[delay_hours] = TransitionConfig(delete_delay=delay_hours * 3600)
+        found.append((_WORKUNIT.build(row), config, grace))
+    return found
 
 
 def workunit_snapshot(wu: Workunit) -> WorkunitSnapshot:
@@ -179,83 +350,155 @@ def result_snapshot(r: Result, grace_seconds: float) -> ResultSnapshot:
     )
 
 
-def _apply_results(wu: Workunit, rows: list[Result], plan: TransitionPlan, now: datetime) -> int:
-    timed_out_ids = set(plan.timed_out_result_ids)
-    timed_out = [r for r in rows if r.id in timed_out_ids]
-    if timed_out:
-        Result.objects.filter(id__in=[r.id for r in timed_out], server_state=ServerState.IN_PROGRESS).update(
-            server_state=ServerState.OVER, outcome=Outcome.NO_REPLY
+_Planned = Sequence[tuple[Workunit, list[Result], TransitionPlan]]
+
+
+def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[int, int]:
+    """The results' new states, in one statement for the batch (in ``writes``); the hosts of
+    timed-out results judged. Returns the number timed out by workunit.
+
+    The rows were read under lock in this transaction, so the plan's preconditions (in
+    progress, unsent or inactive, unchecked, files not yet READY) still hold and the states
+    are written as planned.
+    """
+    changed: dict[int, Result] = {}
+    timed_out: dict[float, list[Result]] = {}
+    counts: dict[int, int] = {}
+    for wu, rows, plan in plans:
+        if not (
+            plan.timed_out_result_ids
+            or plan.didnt_need_result_ids
+            or plan.no_check_result_ids
+            or plan.file_delete_ready_result_ids
+        ):
+            continue
+        by_id = {r.id: r for r in rows}
+        for rid in plan.timed_out_result_ids:
+            r = changed[rid] = by_id[rid]
+            r.server_state, r.outcome = int(ServerState.OVER), int(Outcome.NO_REPLY)
+            timed_out.setdefault(wu.delay_bound, []).append(r)
+        counts[wu.id] = len(plan.timed_out_result_ids)
+        for rid in plan.didnt_need_result_ids:
+            # INACTIVE results (sequence steps not yet released) are withdrawn like unsent ones.
+            r = changed[rid] = by_id[rid]
+            r.server_state, r.outcome = int(ServerState.OVER), int(Outcome.DIDNT_NEED)
+        for rid in plan.no_check_result_ids:
+            r = changed[rid] = by_id[rid]
+            r.validate_state = int(ValidateState.NO_CHECK)
+        for rid in plan.file_delete_ready_result_ids:
+            r = changed[rid] = by_id[rid]
+            r.file_delete_state = int(FileDeleteState.READY)
+    update_rows(Result, [changed[rid] for rid in sorted(changed)], RESULT_FIELDS, batch=writes)
+    # One call for the batch unless its workunits have different delay bounds (the turnaround
+    # average takes the delay bound of the job that timed out).
+    for delay_bound, rows in timed_out.items():
+        results_record_outcome(rows, outcome=JobOutcome.TIMEOUT, delay_bound=delay_bound, now=now)
+    return counts
+
+
+def _create_results(plans: _Planned, writes: WriteBatch) -> None:
+    """The new results in one INSERT, their output files in another (in ``writes``)."""
+    new: list[tuple[Workunit, str]] = []
+    for wu, _rows, plan in plans:
+        if plan.priority is not None:
+            wu.priority = plan.priority  # the new results inherit the boosted priority
+        new += [(wu, name) for name in plan.new_result_names]
+    results_create(new=new, batch=writes)
+
+
+# The workunit UPDATE's values for each row, with their PostgreSQL types, and what it sets.
+_WORKUNIT_VALUES = (
+    ("id", "bigint"),
+    ("lease", "timestamptz"),  # NULL: no claim, the next time is written whatever is there
+    ("next_time", "timestamptz"),  # NULL: never
+    ("mask", "integer"),
+    ("need_validate", "boolean"),
+    ("assimilate", "boolean"),
+    ("delete_ready", "boolean"),
+    ("reset_hr", "boolean"),
+    ("priority", "integer"),  # NULL: unchanged
+)
+_WORKUNIT_SET = (
+    "transition_time = CASE WHEN v.lease IS NULL OR w.transition_time = v.lease THEN v.next_time"
+    " ELSE w.transition_time END,"
+    " error_mask = w.error_mask | v.mask,"
+    " need_validate = w.need_validate OR v.need_validate,"
+    f" assimilate_state = CASE WHEN v.assimilate AND w.assimilate_state = {int(AssimilateState.INIT)}"
+    f" THEN {int(AssimilateState.READY)} ELSE w.assimilate_state END,"
+    f" file_delete_state = CASE WHEN v.delete_ready AND w.file_delete_state = {int(FileDeleteState.INIT)}"
+    f" THEN {int(FileDeleteState.READY)} ELSE w.file_delete_state END,"
+    " app_version_id = CASE WHEN v.reset_hr THEN NULL ELSE w.app_version_id END,"
+    " priority = COALESCE(v.priority, w.priority)"
+)
+_SQLITE_UPDATE_ROWS = 500  # within SQLite's limit on parameters
+
+
+def _apply_workunits(plans: _Planned, claims: Mapping[int, Claim], now: datetime, writes: WriteBatch) -> None:
+    """Every workunit's new fields and next transition_time, in one statement (in ``writes``).
+
+    The workunit rows are not locked (the validator, the assimilator and the scheduler write
+    them meanwhile), so each change is relative to what is there: error bits are OR-ed in,
+    need_validate only set, assimilation and file deletion only moved on from INIT, and the
+    next transition_time written only over this claim's lease.
+    """
+    if not plans:
+        return
+    field = Workunit._meta.get_field("transition_time")
+    rows = [
+        (
+            wu.id,
+            _db_time(field, claims[wu.id].lease),
+            _db_time(field, _next_time(plan, now, claims[wu.id].lag)),
+            int(plan.error_mask_set),
+            plan.set_need_validate,
+            plan.assimilate_ready,
+            plan.workunit_file_delete_ready,
+            plan.reset_hr,
+            plan.priority,
         )
-        results_record_outcome(timed_out, outcome=JobOutcome.TIMEOUT, delay_bound=wu.delay_bound, now=now)
-    if plan.didnt_need_result_ids:
-        # INACTIVE results (sequence steps not yet released) are withdrawn like unsent ones.
-        Result.objects.filter(
-            id__in=plan.didnt_need_result_ids, server_state__in=[ServerState.UNSENT, ServerState.INACTIVE]
-        ).update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
-    if plan.no_check_result_ids:
-        Result.objects.filter(
-            id__in=plan.no_check_result_ids,
-            validate_state__in=[ValidateState.INIT, ValidateState.INCONCLUSIVE],
-        ).update(validate_state=ValidateState.NO_CHECK)
-    if plan.file_delete_ready_result_ids:
-        Result.objects.filter(
-            id__in=plan.file_delete_ready_result_ids, file_delete_state=FileDeleteState.INIT
-        ).update(file_delete_state=FileDeleteState.READY)
-    return len(timed_out)
+        for wu, _rows, plan in plans
+    ]
+    table, names = _table(Workunit), ", ".join(name for name, _type in _WORKUNIT_VALUES)
+    written, keys = Workunit._meta.db_table, frozenset(row[0] for row in rows)
+    if connection.vendor == "postgresql":
+        # The rows travel as one array per column: one statement of one shape.
+        arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in _WORKUNIT_VALUES)
+        writes.add(
+            f"UPDATE {table} w SET {_WORKUNIT_SET} FROM unnest({arrays}) AS v({names}) WHERE w.id = v.id",
+            [array_literal(column) for column in zip(*rows, strict=True)],
+            table=written,
+            keys=keys,
+        )
+        return
+    # Elsewhere (SQLite) a VALUES list joined by UPDATE ... FROM.
+    row_sql = "(" + ", ".join(["%s"] * len(_WORKUNIT_VALUES)) + ")"
+    for start in range(0, len(rows), _SQLITE_UPDATE_ROWS):
+        chunk = rows[start : start + _SQLITE_UPDATE_ROWS]
+        writes.add(
+            f"WITH v({names}) AS (VALUES {', '.join([row_sql] * len(chunk))})"
+            f" UPDATE {table} AS w SET {_WORKUNIT_SET} FROM v WHERE w.id = v.id",
+            [value for row in chunk for value in row],
+            table=written,
+            keys=keys,
+        )
 
 
-def _create_results(wu: Workunit, plan: TransitionPlan) -> int:
-    if plan.priority is not None:
-        wu.priority = plan.priority  # the new results inherit the boosted priority
-    for name in plan.new_result_names:
-        result_create(workunit=wu, name=name)
-    return len(plan.new_result_names)
+def _db_time(field: Any, value: datetime | None) -> Any:
+    """A datetime as the ORM would send it (SQLite stores text); None stays NULL."""
+    return None if value is None else field.get_db_prep_save(value, connection)
 
 
-def _apply_workunit(
-    wu: Workunit, plan: TransitionPlan, now: datetime, lease: datetime | None, lag: timedelta
-) -> None:
-    changes: dict[str, object] = {"transition_time": _next_time(plan, now, lease, lag)}
-    if plan.error_mask_set:
-        changes["error_mask"] = F("error_mask").bitor(int(plan.error_mask_set))
-    if plan.set_need_validate:
-        changes["need_validate"] = True
-    if plan.assimilate_ready:
-        # Only from INIT: the validator and assimilator may have moved it on meanwhile.
-        changes["assimilate_state"] = _from_init("assimilate_state", AssimilateState.READY)
-    if plan.workunit_file_delete_ready:
-        changes["file_delete_state"] = _from_init("file_delete_state", FileDeleteState.READY)
-    if plan.reset_hr:
-        changes["app_version"] = None
-    if plan.priority is not None:
-        changes["priority"] = plan.priority
-    Workunit.objects.filter(id=wu.id).update(**changes)
-
-
-def _from_init(field: str, new: int) -> Case:
-    return Case(
-        When(**{field: 0}, then=Value(int(new))), default=F(field), output_field=PositiveSmallIntegerField()
-    )
-
-
-def _next_time(plan: TransitionPlan, now: datetime, lease: datetime | None, lag: timedelta) -> object:
+def _next_time(plan: TransitionPlan, now: datetime, lag: timedelta) -> datetime | None:
+    """The plan's next transition time (None: never), a backlog pushed 2 * lag later."""
     when = plan.transition_time if plan.transition_time is not None else TRANSITION_NEVER
     if when >= TRANSITION_NEVER:
-        target: datetime | None = None
-    else:
-        target = clock.from_unix(when)
-        if target < now:
-            # A backlog: look again 2 * lag later (BOINC), not in a tight loop.
-            push = min(max(2 * lag.total_seconds(), BACKLOG_MIN_SECONDS), BACKLOG_MAX_SECONDS)
-            target = now + timedelta(seconds=math.ceil(push))
-    if lease is None:
-        return target
-    # A report or a send since the claim lowered transition_time: that time stands.
-    return Case(
-        When(transition_time=lease, then=Value(target, output_field=DateTimeField())),
-        default=F("transition_time"),
-        output_field=DateTimeField(),
-    )
+        return None
+    target = clock.from_unix(when)
+    if target < now:
+        # A backlog: look again 2 * lag later (BOINC), not in a tight loop.
+        push = min(max(2 * lag.total_seconds(), BACKLOG_MIN_SECONDS), BACKLOG_MAX_SECONDS)
+        target = now + timedelta(seconds=math.ceil(push))
+    return target
 
 
 def _is_only_time(plan: TransitionPlan) -> bool:
