@@ -505,9 +505,15 @@ def workunits_create(
     try:
         with transaction.atomic():
             for job, name in zip(jobs, names, strict=True):
-                created.append(_create_one(project, app, job, name, now, create_results, copied))
+                created.append(_create_one(project, app, job, name, now, copied))
                 if progress is not None:
                     progress(1)
+            if create_results:
+                # All the first results in one INSERT (and their output files in another).
+                results_create(
+                    new=[(wu, f"{wu.name}_{i}") for wu in created for i in range(wu.target_nresults)],
+                    upload_keys={project.id: project.upload_private_key},
+                )
     except IntegrityError as exc:
         _remove(copied)
         raise WorkError(_integrity_message(project, names, exc)) from exc
@@ -582,7 +588,6 @@ def _create_one(
     job: JobSpec,
     name: str,
     now: datetime,
-    create_results: bool,
     copied: list[Path],
 ) -> Workunit:
     values = _resolve(app, job)
@@ -616,7 +621,4 @@ def _create_one(
     )
     if inputs:
         _inputs_recheck(project, job, inputs, copied)
-    if create_results:
-        for i in range(wu.target_nresults):
-            result_create(workunit=wu, name=f"{wu.name}_{i}")
     return wu
