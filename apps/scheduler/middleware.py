@@ -40,6 +40,7 @@ from apps.protocol import (
     render_reply,
     render_upload_reply,
 )
+from apps.scheduler.admission import busy_delay, busy_reply
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +64,29 @@ def scheduler_down_reply(delay: int) -> bytes:
     )
 
 
-def outage_response(request: HttpRequest) -> HttpResponse:
-    """The answer for ``request`` while the database is unreachable, by the kind of URL."""
-    delay = settings.COBBLESTONE_MAINTENANCE_DELAY
+# SQLSTATEs of a transaction that lost a race with another (deadlock, serialization failure,
+# a lock not granted): the database is up, and the same request succeeds a moment later.
+CONFLICT_SQLSTATES = frozenset({"40P01", "40001", "55P03"})
+
+
+def is_conflict(error: BaseException) -> bool:
+    """A lost race between transactions, not an outage (SQLite says "database is locked")."""
+    if getattr(error.__cause__, "sqlstate", None) in CONFLICT_SQLSTATES:
+        return True
+    return "database is locked" in str(error)
+
+
+def outage_response(request: HttpRequest, *, conflict: bool = False) -> HttpResponse:
+    """The answer for ``request`` while the database is unreachable, by the kind of URL.
+
+    A ``conflict`` (a transaction that lost a race) gets the same kinds of answers with the
+    short delay of a busy server, and the scheduler its "busy" reply: the project is not down.
+    """
+    delay = int(busy_delay()) if conflict else settings.COBBLESTONE_MAINTENANCE_DELAY
     name = _url_name(request)
-    if name == "scheduler":
+    if name == "scheduler" and conflict:
+        response = HttpResponse(busy_reply(delay), content_type=XML)
+    elif name == "scheduler":
         response = HttpResponse(scheduler_down_reply(delay), content_type=XML)
     elif name in WEB_RPCS:
         response = HttpResponse(render_error(WebRpcError.PROJECT_DOWN, DOWN_MESSAGE), content_type=XML)
@@ -118,8 +137,10 @@ class DatabaseOutageMiddleware:
 
     @staticmethod
     def _answer(request: HttpRequest, error: BaseException) -> HttpResponse:
-        logger.warning("%s %s: database unavailable: %s", request.method, request.path, error)
-        return outage_response(request)
+        conflict = is_conflict(error)
+        what = "transaction conflict" if conflict else "database unavailable"
+        logger.warning("%s %s: %s: %s", request.method, request.path, what, error)
+        return outage_response(request, conflict=conflict)
 
 
 def _mark_request(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:

@@ -167,3 +167,54 @@ def test_other_errors_are_not_called_an_outage(project, settings):
 class FailingWithABug(FailingAfterTheView):
     def __call__(self, request: HttpRequest) -> HttpResponse:
         raise ValueError("a bug, not an outage")
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"  # what psycopg's DeadlockDetected carries
+
+
+def _deadlocked(**kwargs: object) -> None:
+    try:
+        raise _Deadlock("deadlock detected")
+    except _Deadlock as exc:
+        raise OperationalError("deadlock detected") from exc  # as Django wraps psycopg's error
+
+
+def test_a_transaction_that_lost_a_race_gets_busy_not_project_down(client, project, settings, monkeypatch):
+    settings.COBBLESTONE_BUSY_DELAY = 60
+    monkeypatch.setattr("apps.scheduler.views.scheduler_request_handle", _deadlocked)
+    response = post_scheduler(client, project.slug)
+    reply = parse_reply(response.content)
+    assert response.status_code == 200
+    assert reply.project_is_down is False
+    assert 60 <= reply.request_delay <= 90  # a busy server's delay, not the maintenance hour
+    assert "busy" in reply.messages[0].text.lower()
+
+
+def test_sqlite_busy_is_a_conflict_and_a_refused_connection_is_not():
+    from apps.scheduler.middleware import is_conflict
+
+    assert is_conflict(OperationalError("database is locked"))
+    assert not is_conflict(OperationalError("connection refused"))
+
+
+def test_a_lock_not_granted_by_postgresql_is_a_conflict(project):
+    """The classification reads the SQLSTATE of the driver's own error."""
+    from django.db import connection, connections, transaction
+
+    from apps.projects.models import Project
+    from apps.scheduler.middleware import is_conflict
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and SQLSTATEs are PostgreSQL's")
+    other = connections.create_connection("default")
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:
+            cursor.execute("SELECT id FROM projects_project WHERE id = %s FOR UPDATE", [project.id])
+        with pytest.raises(OperationalError) as raised, transaction.atomic():
+            list(Project.objects.select_for_update(nowait=True).filter(id=project.id))
+        assert is_conflict(raised.value)
+    finally:
+        other.rollback()
+        other.close()
