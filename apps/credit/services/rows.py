@@ -24,6 +24,10 @@ HAV_VALIDATOR_FIELDS = [f for f in HAV_STAT_FIELDS if f != "n_jobs_today"]
 
 _HAV = ModelColumns(HostAppVersion, "h")
 
+# A host_app_version's identity: (host, app version) or, for anonymous platform, (host, None,
+# resource type).
+HavKey = tuple[int, int | None, str]
+
 
 @functools.cache
 def _all_columns(model: type[Model]) -> ModelColumns:
@@ -57,15 +61,11 @@ def locked_rows(
     return {row.pk: row for row in rows}
 
 
-def hav_key(
-    host_id: int, app_version_id: int | None, anonymous_proc_type: str
-) -> tuple[int, int | None, str]:
+def hav_key(host_id: int, app_version_id: int | None, anonymous_proc_type: str) -> HavKey:
     return (host_id, app_version_id, "" if app_version_id else anonymous_proc_type)
 
 
-def locked_havs(
-    app: App, keys: set[tuple[int, int | None, str]]
-) -> dict[tuple[int, int | None, str], HostAppVersion]:
+def locked_havs(app: App, keys: set[HavKey]) -> dict[HavKey, HostAppVersion]:
     """The host_app_versions of these keys, locked FOR UPDATE in id order."""
     if not keys:
         return {}
