@@ -11,7 +11,7 @@ from apps.work.domain.states import FileDeleteState, ValidateState
 from apps.work.models import InputFile, Workunit
 from apps.work.services import InputSpec, WorkError, files_delete, workunits_transition, workunits_validate
 from apps.work.services import create as create_module
-from apps.work.services.validator import COMPARISONS, Comparison
+from apps.work.services.comparisons import COMPARISONS, Comparison
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
 
 

@@ -32,10 +32,9 @@ logged, and the transitioner flags it again when the claim's lease runs out (10 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -55,12 +54,19 @@ from apps.work.domain.validation import (
     ValidationCandidate,
     ValidationPlan,
     ValidationWorkunit,
-    bitwise_equal,
     plan_validation,
-    tolerant_numeric_equal,
     transient_retry_time,
 )
-from apps.work.models import OutputFile, Result, Workunit
+from apps.work.models import Result, Workunit
+from apps.work.services.comparisons import (
+    Comparison,
+    OutputNames,
+    Payload,
+    TransientValidationError,
+    comparison_for,
+    output_files_of,
+    payloads_read,
+)
 from apps.work.services.extensions import step_validated
 from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits
 
@@ -81,8 +87,6 @@ CLAIM_LEASE = timedelta(minutes=10)
 # its transaction holds the locks of the batch's hosts, so a scheduler RPC of one of them
 # waits for the batch (a few tenths of a second at this size).
 BATCH = 200
-Payload = tuple[bytes, ...] | None  # one bytes per uploaded output file; None = unreadable
-Compare = Callable[[Payload, Payload], bool]
 
 # The successes still to judge: their host_app_versions are locked before the results.
 _JUDGED = "r.server_state = %s AND r.outcome = %s AND r.validate_state IN (%s, %s)"
@@ -143,58 +147,6 @@ def _table(model: type[Model]) -> str:
 def _db_time(value: datetime | None) -> object:
     """A datetime as the ORM would send it (SQLite stores text)."""
     return Workunit._meta.get_field("transition_time").get_db_prep_save(value, connection)
-
-
-class TransientValidationError(Exception):
-    """The outputs cannot be read now (upload area missing or failing); retry later."""
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """How an app's results are compared; ``reads_files`` False skips reading outputs."""
-
-    compare: Compare
-    reads_files: bool = True
-
-
-def _pairwise(equal: Callable[[bytes, bytes], bool]) -> Compare:
-    def compare(a: Payload, b: Payload) -> bool:
-        if a is None or b is None or len(a) != len(b):
-            return False
-        return all(equal(x, y) for x, y in zip(a, b, strict=True))
-
-    return compare
-
-
-def _bitwise(app: App) -> Comparison:
-    return Comparison(_pairwise(bitwise_equal))
-
-
-def _tolerant(app: App) -> Comparison:
-    rel, abs_ = app.validator_rel_tol, app.validator_abs_tol
-    return Comparison(_pairwise(lambda x, y: tolerant_numeric_equal(x, y, rel_tol=rel, abs_tol=abs_)))
-
-
-def _trivial(app: App) -> Comparison:
-    # BOINC's sample_trivial_validator: every result that reported success is valid.
-    return Comparison(lambda a, b: True, reads_files=False)
-
-
-# App.validator -> comparison. A project adds its own with ``comparison_register``.
-COMPARISONS: dict[str, Callable[[App], Comparison]] = {
-    App.Validator.BITWISE: _bitwise,
-    App.Validator.TOLERANT_NUMERIC: _tolerant,
-    App.Validator.TRIVIAL: _trivial,
-}
-
-
-def comparison_register(name: str, factory: Callable[[App], Comparison]) -> None:
-    """Make ``name`` usable as App.validator (a project's own compare_results)."""
-    COMPARISONS[name] = factory
-
-
-def comparison_for(app: App) -> Comparison:
-    return COMPARISONS.get(app.validator, _bitwise)(app)
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +320,7 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
         judging = [j for wu in wus if (j := _to_judge(wu, by_wu[wu.id])) is not None]
         if judging:
             comparison = comparison_for(wus[0].app)
-            outputs = _output_files(judging, comparison)
+            outputs = output_files_of(_to_read(judging)) if comparison.reads_files else {}
             for j in judging:
                 try:
                     _plan(j, comparison, outputs, now)
@@ -431,30 +383,16 @@ def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
     return wus
 
 
-def _output_files(judging: list[_Judging], comparison: Comparison) -> dict[int, list[tuple[str, bool]]]:
-    """The uploaded output files (name, optional) of every result to read, in ordinal order."""
-    if not comparison.reads_files:
-        return {}
-    ids = [r.id for j in judging for r in j.candidates]
-    ids += [j.canonical.id for j in judging if j.canonical is not None]
-    files: dict[int, list[tuple[str, bool]]] = {i: [] for i in ids}
-    cond, params = any_of("f.result_id", sorted(files), "bigint")
-    sql = (
-        f"SELECT f.result_id, f.name, f.optional FROM {_table(OutputFile)} f "
-        f"WHERE {cond} AND f.upload = %s ORDER BY f.result_id, f.ordinal"
-    )
-    for result_id, name, optional in fetch_rows(sql, [*params, True]):
-        files[result_id].append((name, bool(optional)))
-    return files
+def _to_read(judging: list[_Judging]) -> list[int]:
+    """The results whose outputs the batch may compare."""
+    return [r.id for j in judging for r in j.candidates] + [j.canonical.id for j in judging if j.canonical]
 
 
-def _plan(
-    j: _Judging, comparison: Comparison, outputs: dict[int, list[tuple[str, bool]]], now: datetime
-) -> None:
+def _plan(j: _Judging, comparison: Comparison, outputs: dict[int, OutputNames], now: datetime) -> None:
     """Read the outputs and plan the workunit's validation (case A or B)."""
     wu = j.wu
     if not j.case_a:
-        payloads = _payloads(wu.project, j.candidates, comparison, outputs)
+        payloads = payloads_read(wu.project, [r.id for r in j.candidates], comparison, outputs)
         j.plan = plan_validation(
             _validation_workunit(wu),
             [ValidationCandidate(r.id, payloads[r.id], VS(r.validate_state)) for r in j.candidates],
@@ -465,11 +403,11 @@ def _plan(
         return
     canonical, canonical_payload = j.canonical, None
     if canonical is not None and canonical.file_delete_state != FileDeleteState.DONE:
-        canonical_payload = _payloads(wu.project, [canonical], comparison, outputs)[canonical.id]
+        canonical_payload = payloads_read(wu.project, [canonical.id], comparison, outputs)[canonical.id]
     if canonical is None or canonical_payload is None:
         j.too_late = True  # the canonical output is gone: the late results can no longer be checked
         return
-    payloads = _payloads(wu.project, j.candidates, comparison, outputs)
+    payloads = payloads_read(wu.project, [r.id for r in j.candidates], comparison, outputs)
     j.plan = plan_validation(
         _validation_workunit(wu),
         [ValidationCandidate(r.id, payloads[r.id]) for r in j.candidates],
@@ -493,38 +431,6 @@ def _validation_workunit(wu: Workunit) -> ValidationWorkunit:
         canonical_result_id=wu.canonical_result_id,
         transition_time=int(wu.transition_time.timestamp()) if wu.transition_time else TRANSITION_NEVER,
     )
-
-
-def _payloads(
-    project: Project,
-    results: Sequence[Result],
-    comparison: Comparison,
-    outputs: dict[int, list[tuple[str, bool]]],
-) -> dict[int, Payload]:
-    """Each result's uploaded outputs, in ordinal order, read from the upload area."""
-    if not comparison.reads_files:
-        return {r.id: () for r in results}
-    upload_dir = project.upload_dir
-    if not upload_dir.is_dir():
-        raise TransientValidationError(f"upload area {upload_dir} is not readable")
-    return {r.id: _read(upload_dir, outputs[r.id]) for r in results}
-
-
-def _read(upload_dir: Path, outputs: list[tuple[str, bool]]) -> Payload:
-    contents: list[bytes] = []
-    for name, optional in outputs:
-        path = upload_dir / name
-        try:
-            contents.append(path.read_bytes())
-        except FileNotFoundError:
-            if not optional:
-                return None
-            contents.append(b"")
-        except (IsADirectoryError, PermissionError):
-            return None  # not a file the client uploaded: permanent
-        except OSError as exc:
-            raise TransientValidationError(f"{path}: {exc}") from exc
-    return tuple(contents)
 
 
 def _apply(judging: list[_Judging], now: datetime) -> None:
