@@ -11,7 +11,7 @@ from apps.work.domain.states import FileDeleteState, ValidateState
 from apps.work.models import InputFile, Workunit
 from apps.work.services import InputSpec, WorkError, files_delete, workunits_transition, workunits_validate
 from apps.work.services import create as create_module
-from apps.work.services.validator import COMPARISONS, Comparison
+from apps.work.services.comparisons import COMPARISONS, Comparison
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
 
 
@@ -54,6 +54,19 @@ def test_a_workunit_whose_validation_raises_does_not_hold_up_the_next_ones(
     (good,) = refresh(good)
     assert good.canonical_result_id is not None
     assert [r.validate_state for r in results_of(bad)] == [ValidateState.INIT, ValidateState.INIT]
+
+
+def test_a_workunit_whose_validation_raises_does_not_stop_the_rest_of_its_batch(
+    broken_comparison, project, app, version, hosts, now
+):
+    good = [reported_wu(project, app, version, hosts, now, f"good{i}", b"fine\n") for i in range(2)]
+    bad = reported_wu(project, app, version, hosts, now, "bad", b"boom\n")
+    workunits_transition(project=project, now=now)
+
+    outcome = workunits_validate(project=project, now=now)
+
+    assert (outcome.items, outcome.errors) == (2, 1)
+    assert [wu.canonical_result_id is not None for wu in refresh(*good, bad)] == [True, True, False]
 
 
 def test_a_workunit_whose_validation_raised_is_tried_again_after_the_claims_lease(

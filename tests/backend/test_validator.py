@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from apps.work.domain.states import AssimilateState, Outcome, ServerState, ValidateState
 from apps.work.models import Result, Workunit
 from apps.work.services import workunits_transition, workunits_validate
-from tests.backend.conftest import make_wu, report, results_of, send
+from tests.backend.conftest import make_wu, refresh, report, results_of, send
 
 pytestmark = pytest.mark.django_db
 
@@ -150,6 +153,29 @@ def test_an_unreadable_upload_area_is_retried_later_not_failed(project, app, ver
     assert wu.transition_time == at + timedelta(hours=6)
 
 
+def test_an_output_that_cannot_be_read_now_delays_only_its_workunit(
+    monkeypatch, project, app, version, hosts, now
+):
+    stuck = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"], name="stuck")
+    fine = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"], name="fine")
+    unreadable = results_of(stuck)[0].output_files.get().name
+    read_bytes = Path.read_bytes
+
+    def failing_disk(path: Path) -> bytes:
+        if path.name == unreadable:
+            raise OSError(errno.EIO, "Input/output error")
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", failing_disk)
+    at = now + timedelta(minutes=12)
+    outcome = workunits_validate(project=project, now=at)
+
+    stuck, fine = refresh(stuck, fine)
+    assert (outcome.items, outcome.errors) == (1, 1)
+    assert fine.canonical_result_id is not None
+    assert (stuck.canonical_result_id, stuck.transition_time) == (None, at + timedelta(hours=6))
+
+
 def test_a_second_validator_pass_changes_nothing(project, app, version, hosts, now):
     wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
     workunits_validate(project=project, now=now + timedelta(minutes=12))
@@ -162,12 +188,13 @@ def test_a_second_validator_pass_changes_nothing(project, app, version, hosts, n
 def test_a_validator_that_dies_after_its_claim_leaves_the_workunit_to_be_flagged_again(
     project, app, version, hosts, now
 ):
-    from apps.work.services.validator import _claim
+    from apps.work.services.validator import workunits_claim
 
     wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
     at = now + timedelta(minutes=12)
-    assert _claim(wu.id, at) is True  # ... and the worker is killed before validating
-    assert _claim(wu.id, at) is False
+    # ... and the worker is killed before validating.
+    assert [c.id for c in workunits_claim(app_id=app.id, now=at, limit=10)] == [wu.id]
+    assert workunits_claim(app_id=app.id, now=at, limit=10) == []
     workunits_transition(project=project, now=at + timedelta(minutes=11))
     wu.refresh_from_db()
     assert wu.need_validate is True
@@ -176,22 +203,27 @@ def test_a_validator_that_dies_after_its_claim_leaves_the_workunit_to_be_flagged
     assert wu.canonical_result_id is not None
 
 
-# Validating a workunit reads and writes each table it touches once, whatever the number
-# of results. The pass: apps, workunit ids, claim. The workunit: results (locked), the
-# workunit, outputs, UNSENT siblings, hosts, app versions, host_app_versions and their
-# write, the versions' and hosts' writes, accounts, teams, per-app credit (both tables),
-# the accounts' and teams' writes, the per-app and history inserts (every row is new
-# here), history, the results' and the workunit's writes; the test's transaction turns
-# BEGIN/COMMIT into a savepoint pair. 36 before the reads and writes were batched.
-MAX_VALIDATION_STATEMENTS = 26
+# A pass reads and writes each table it touches once per batch, whatever the number of its
+# workunits and of their results. The pass: apps, the claim (SQLite: select and update, in a
+# savepoint pair inside the test's transaction). The batch (a savepoint pair here): the
+# host_app_versions' lock (PostgreSQL), results (locked), workunits, apps, output files;
+# host_app_versions, hosts, app versions, accounts, teams, per-app credit (both tables) and
+# their writes, the per-app and history inserts (every row is new here), history; the unsent
+# siblings, the results and the workunits.
+BATCH_STATEMENTS = {"sqlite": 29, "postgresql": 27}
 
 
-@pytest.mark.parametrize("replicas", [2, 4])
-def test_validation_statements_do_not_grow_with_the_number_of_results(
-    project, app, version, hosts, now, replicas, django_assert_max_num_queries
+@pytest.mark.parametrize(("workunits", "replicas"), [(1, 2), (1, 4), (6, 2)])
+def test_validation_statements_do_not_grow_with_the_workunits_or_their_results(
+    project, app, version, hosts, now, workunits, replicas, django_assert_num_queries
 ):
-    wu = _reported(project, app, version, hosts, now, [b"5\n"] * replicas, target_nresults=replicas)
-    with django_assert_max_num_queries(MAX_VALIDATION_STATEMENTS):
+    wus = [
+        _reported(
+            project, app, version, hosts, now, [b"5\n"] * replicas, name=f"wu{i}", target_nresults=replicas
+        )
+        for i in range(workunits)
+    ]
+    with django_assert_num_queries(BATCH_STATEMENTS[connection.vendor]):
         outcome = workunits_validate(project=project, now=now + timedelta(minutes=12))
-    assert outcome.items == 1
-    assert _states(wu) == [ValidateState.VALID] * replicas
+    assert outcome.items == workunits
+    assert [_states(wu) for wu in wus] == [[ValidateState.VALID] * replicas] * workunits

@@ -9,12 +9,19 @@ SQLite every write transaction holds the database lock, which serialises them an
 
 The app_version pfc average is the row several validators update at once (seed 003: "we need
 to worry about atomic update"). Here it is read with SELECT ... FOR UPDATE inside the
-validator's transaction, updated with that transaction's samples and written before commit,
-so no sample is lost whatever the number of validators.
+validator's transaction, updated with that transaction's samples in turn and written before
+commit, so no sample is lost whatever the number of validators.
 """
 
 from apps.credit.services.feeder import credit_normalize_app, credit_normalize_project
-from apps.credit.services.grant import CreditJob, CreditWorkunit, ResultCredit, credit_grant
+from apps.credit.services.grant import (
+    CreditJob,
+    CreditWorkunit,
+    JudgedWorkunit,
+    ResultCredit,
+    credit_grant,
+    credit_grant_batch,
+)
 from apps.credit.services.outcomes import HostOutcome, host_app_versions_record_outcomes
 from apps.credit.services.stats import credit_update_stats
 
@@ -22,8 +29,10 @@ __all__ = [
     "CreditJob",
     "CreditWorkunit",
     "HostOutcome",
+    "JudgedWorkunit",
     "ResultCredit",
     "credit_grant",
+    "credit_grant_batch",
     "credit_normalize_app",
     "credit_normalize_project",
     "credit_update_stats",

@@ -7,15 +7,15 @@ import logging
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import date, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
-from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 from django.db.models import Model
 from django.db.models.signals import post_save
 
 from apps.applications.models import App, AppVersion
-from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
+from apps.core.db import ModelColumns, update_rows
 from apps.core.domain.resources import ANONYMOUS_CODES, COBBLESTONE_SCALE, ProcType
 from apps.credit.convert import (
     app_version_stats,
@@ -29,25 +29,17 @@ from apps.credit.domain.grant import granted_credit
 from apps.credit.domain.peak import default_pfc
 from apps.credit.domain.policy import CreditPolicy
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
-from apps.credit.domain.rac import update_rac
 from apps.credit.domain.stats import AppVersionStats, HostAppVersionStats
-from apps.credit.models import TeamAppCredit, UserAppCredit
-from apps.credit.services.rows import HAV_VALIDATOR_FIELDS, hav_key, locked_havs, locked_rows
+from apps.credit.services.ledger import CREDIT_FIELDS, Ledger, add_credit
+from apps.credit.services.outcomes import HostOutcome
+from apps.credit.services.rows import HAV_VALIDATOR_FIELDS, HavKey, hav_key, locked_havs, locked_rows
 from apps.hosts.models import Host, HostAppVersion
-from apps.volunteers.models import Account, CreditHistory, Team
 
 logger = logging.getLogger(__name__)
 
-# What credit reads and writes of the wide host, account and team rows (the rest is deferred).
-CREDIT_FIELDS = ["total_credit", "expavg_credit", "expavg_time"]
+# What credit reads and writes of the wide host rows (the rest is deferred).
 _HOST = ModelColumns(Host, "t", ["id", *CREDIT_FIELDS])
-_ACCOUNT = ModelColumns(Account, "t", ["id", "project", "team", *CREDIT_FIELDS])
-_TEAM = ModelColumns(Team, "t", ["id", "project", *CREDIT_FIELDS])
 _VERSION_FIELDS = ["pfc_n", "pfc_avg", "expavg_credit", "expavg_time"]
-_APP_CREDIT_FIELDS = ["njobs", "total", "expavg", "expavg_time"]
-_USER_APP = ModelColumns(UserAppCredit, "c")
-_TEAM_APP = ModelColumns(TeamAppCredit, "c")
-_HISTORY = ModelColumns(CreditHistory, "h")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +72,16 @@ class CreditWorkunit:
     delay_bound: float
     unreplicated: bool = False
     canonical_granted_credit: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedWorkunit:
+    """One workunit of a validator's batch: its newly valid results (credited) and the hosts
+    of its newly invalid ones (``HostOutcome`` with JobOutcome.INVALID), judged after them."""
+
+    workunit: CreditWorkunit
+    valid: Sequence[CreditJob] = ()
+    invalid: Sequence[HostOutcome] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,273 +140,236 @@ def _grant_amount(wu: CreditWorkunit, claims: Sequence[PfcClaim], app: App, poli
         return min(fallback, cap) if cap > 0 else fallback
 
 
-def _add_credit(row: Host | Account | Team | AppVersion, amount: float, now: float) -> None:
-    """total += amount (where the row has one) and BOINC's recent average credit."""
-    if hasattr(row, "total_credit"):
-        row.total_credit += amount
-    row.expavg_credit, row.expavg_time = update_rac(row.expavg_credit, row.expavg_time, amount, now)
-
-
 def credit_grant(
     *, workunit: CreditWorkunit, jobs: Sequence[CreditJob], now: datetime, app: App | None = None
 ) -> list[ResultCredit]:
-    """Credit for the newly valid results of one workunit (seed 003 "Validator changes").
-
-    Per result: the host_app_version takes the valid outcome (probation, error rate) and
-    ``claimed_pfc`` updates its pfc/et/turnaround averages and yields the claim; the
-    app_version pfc average takes the sample. ``granted_credit`` decides the amount once
-    for the workunit (case A: the canonical result's credit). The amount goes to the host,
-    the user and the user's team (total and recent average credit), per app when the
-    project keeps per-app credit, to the day's credit history and to the app version's
-    recent average. Call it inside the validator's transaction, so a workunit's credit is
-    granted exactly when its validation commits.
-
-    ``app`` (with its project) is the workunit's app if the caller has read it in this
-    transaction already. Each table is read once and written once, whatever the number of
-    jobs: the validator runs this for every workunit.
-    """
+    """Credit for the newly valid results of one workunit (``credit_grant_batch`` of one)."""
     if not jobs:
         return []
-    now_unix = now.timestamp()
-    # No savepoint: inside the validator's transaction a failure rolls back the whole
-    # workunit anyway, and a savepoint costs two more round trips per workunit.
+    return credit_grant_batch(workunits=[JudgedWorkunit(workunit, jobs)], now=now, app=app)[0]
+
+
+def credit_grant_batch(
+    *, workunits: Sequence[JudgedWorkunit], now: datetime, app: App | None = None
+) -> list[list[ResultCredit]]:
+    """Credit for the newly valid results of several workunits of one app (seed 003
+    "Validator changes"), and the outcome of their newly invalid ones; for each workunit, the
+    credit of its valid jobs in their order.
+
+    Per valid result: the host_app_version takes the valid outcome (probation, error rate) and
+    ``claimed_pfc`` updates its pfc/et/turnaround averages and yields the claim; the
+    app_version pfc average takes the sample. ``granted_credit`` decides the amount once per
+    workunit (case A: the canonical result's credit). The amount goes to the host, the user
+    and the user's team (total and recent average credit), per app when the project keeps
+    per-app credit, to the day's credit history and to the app version's recent average.
+    Then each invalid result counts against its host_app_version (error rate, probation).
+
+    The workunits are taken one after another in the order given, each seeing the running
+    averages the ones before it left, so the outcome is the same as one call per workunit in
+    that order; but each table is read once and written once for the whole batch. Call it
+    inside the validator's transaction, so credit is granted exactly when the validation
+    commits. ``app`` (with its project) is the workunits' app if the caller has read it in
+    this transaction already.
+    """
+    if not any(w.valid or w.invalid for w in workunits):
+        return [[] for _ in workunits]
+    app_ids = {w.workunit.app_id for w in workunits}
+    if len(app_ids) != 1:
+        raise ValueError("credit_grant_batch takes the workunits of one app")
+    # No savepoint: inside the validator's transaction a failure rolls back the whole batch
+    # anyway, and a savepoint costs two more round trips.
     with transaction.atomic(savepoint=False):
-        if app is None or app.pk != workunit.app_id:
-            app = App.objects.select_related("project").get(id=workunit.app_id)
-        policy = credit_policy(app)
-        # A host's scheduler RPC locks its host_app_versions, then (at its first write) its
-        # host row: host_app_versions before hosts here too, or the two deadlock (the
-        # validator has locked them already, before the results). Hosts before the app
-        # version, so waiting for a host does not hold up every validator of the version.
-        havs = locked_havs(app, _hav_keys(jobs))
+        if app is None or app.pk not in app_ids:
+            app = App.objects.select_related("project").get(id=app_ids.pop())
+        batch = _Batch.load(app, workunits, now)
+        credits = [batch.judge(w) for w in workunits]
+        batch.write()
+    return credits
+
+
+@dataclass(slots=True)
+class _Batch:
+    """The rows a batch credits, locked, with the running values the workunits update in turn.
+
+    Rows are locked in one order, the same in every module here (apps.credit.services): a
+    host's scheduler RPC locks its host_app_versions, then (at its first write) its host row,
+    so host_app_versions come before hosts here too, or the two deadlock (the validator has
+    locked them already, before the results). Hosts before the app versions, so waiting for a
+    host does not hold up every validator of the version.
+    """
+
+    app: App
+    policy: CreditPolicy
+    quota: int
+    now: float
+    havs: dict[HavKey, HostAppVersion]
+    stats: dict[HavKey, HostAppVersionStats]
+    hosts: dict[int, Model]
+    versions: dict[int, Model]
+    av_stats: dict[int, AppVersionStats]
+    ledger: Ledger
+    new_havs: dict[HavKey, HostAppVersion] = field(default_factory=dict)
+    credited_versions: set[int] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, app: App, workunits: Sequence[JudgedWorkunit], now: datetime) -> _Batch:
+        jobs = [j for w in workunits for j in w.valid]
+        judged = [o for w in workunits for o in w.invalid]
+        keys = {hav_key(j.host_id, j.app_version_id, j.anonymous_proc_type) for j in jobs if j.host_id}
+        keys |= {hav_key(o.host_id, o.app_version_id, o.anonymous_proc_type) for o in judged}
+        havs = locked_havs(app, keys)
         hosts = locked_rows(Host, (j.host_id for j in jobs), _HOST)
-        versions = locked_rows(AppVersion, (j.app_version_id for j in jobs))
-        _havs_create_missing(app, jobs, versions, havs)
-        claims: list[PfcClaim] = []
-        av_stats: dict[int, AppVersionStats] = {i: app_version_stats(v) for i, v in versions.items()}
-        for job in jobs:
-            claims.append(_claim_one(job, workunit, app, policy, versions, av_stats, havs, now_unix))
-        amount = _grant_amount(workunit, claims, app, policy)
-        update_rows(HostAppVersion, list(havs.values()), HAV_VALIDATOR_FIELDS)
-        _write_versions(app, versions, av_stats, jobs, amount, now_unix)
-        for job in jobs:
-            host = hosts.get(job.host_id) if job.host_id else None
-            if host is not None:
-                _add_credit(host, amount, now_unix)
-        update_rows(Host, list(hosts.values()), CREDIT_FIELDS)
-        _grant_to_users(app, jobs, amount, now, now_unix)
-    return [
-        ResultCredit(
-            result_id=job.result_id,
-            claimed_credit=_finite(claim.claimed_credit),
-            granted_credit=amount,
-            credit_approx=claim.approx,
-            runtime_outlier=claim.runtime_outlier,
+        versions = locked_rows(
+            AppVersion, [*(j.app_version_id for j in jobs), *(o.app_version_id for o in judged)]
         )
-        for job, claim in zip(jobs, claims, strict=True)
-    ]
-
-
-def _hav_keys(jobs: Sequence[CreditJob]) -> set[tuple[int, int | None, str]]:
-    return {hav_key(j.host_id, j.app_version_id, j.anonymous_proc_type) for j in jobs if j.host_id}
-
-
-def _havs_create_missing(
-    app: App,
-    jobs: Sequence[CreditJob],
-    versions: dict[int, Model],
-    havs: dict[tuple[int, int | None, str], HostAppVersion],
-) -> None:
-    """Create the jobs' missing host_app_versions (the scheduler makes them on send, but a row
-    may predate that or have been deleted by an admin) and add them to ``havs``."""
-    missing = [
-        HostAppVersion(host_id=host_id, app=app, app_version_id=version_id, anonymous_proc_type=proc)
-        for host_id, version_id, proc in _hav_keys(jobs) - havs.keys()
-        if (version_id in versions) or (not version_id and proc)
-    ]
-    for hav in missing:
-        hav.save()
-        havs[hav_key(hav.host_id, hav.app_version_id, hav.anonymous_proc_type)] = hav
-
-
-def _claim_one(
-    job: CreditJob,
-    wu: CreditWorkunit,
-    app: App,
-    policy: CreditPolicy,
-    versions: dict[int, Model],
-    av_stats: dict[int, AppVersionStats],
-    havs: dict[tuple[int, int | None, str], HostAppVersion],
-    now: float,
-) -> PfcClaim:
-    hav = havs.get(hav_key(job.host_id, job.app_version_id, job.anonymous_proc_type)) if job.host_id else None
-    stats = hav_stats(hav) if hav is not None else HostAppVersionStats()
-    version = versions.get(job.app_version_id) if job.app_version_id else None
-    reference = av_stats[version.pk].pfc.avg if version is not None else app.min_avg_pfc
-    # is_valid before the claim, as BOINC's validator: probation, error rate.
-    stats = host_app_version_on_outcome(
-        stats,
-        JobOutcome.VALID,
-        now=now,
-        delay_bound=wu.delay_bound,
-        reference_pfc_avg=reference,
-        max_jobs_per_day_init=max_jobs_per_day_init(app, app.project),
-        unreplicated=wu.unreplicated,
-        policy=policy,
-    )
-    claim = claimed_pfc(
-        _validated_job(job, wu),
-        hav=stats,
-        app_version=av_stats.get(version.pk) if version is not None else None,
-        min_avg_pfc=app.min_avg_pfc,
-        now=now,
-        policy=policy,
-    )
-    if hav is not None:
-        hav_apply(hav, claim.host_app_version)
-    if version is not None and claim.app_version_pfc is not None:
-        av_stats[version.pk] = replace(av_stats[version.pk], pfc=claim.app_version_pfc)
-    return claim
-
-
-def _write_versions(
-    app: App,
-    versions: dict[int, Model],
-    av_stats: dict[int, AppVersionStats],
-    jobs: Sequence[CreditJob],
-    amount: float,
-    now: float,
-) -> None:
-    credit_by_version: dict[int, float] = defaultdict(float)
-    for job in jobs:
-        if job.app_version_id in versions:
-            credit_by_version[job.app_version_id] += amount
-    for version_id, version in versions.items():
-        assert isinstance(version, AppVersion)
-        # pfc_scale is the feeder's; only the average and the recent credit are written.
-        version.pfc = av_stats[version_id].pfc
-        _add_credit(version, credit_by_version[version_id], now)
-    update_rows(AppVersion, list(versions.values()), _VERSION_FIELDS)
-    # As save() would: the scheduler's catalog drops this process's cached versions (their
-    # pfc averages) on AppVersion saves. Its receiver looks at version.app: give it the app
-    # already loaded rather than a query per version.
-    for version in versions.values():
-        assert isinstance(version, AppVersion)
-        if version.app_id == app.pk:
-            version.app = app
-        post_save.send(
-            sender=AppVersion,
-            instance=version,
-            created=False,
-            update_fields=frozenset(_VERSION_FIELDS),
-            raw=False,
-            using=DEFAULT_DB_ALIAS,
+        return cls(
+            app=app,
+            policy=credit_policy(app),
+            quota=max_jobs_per_day_init(app, app.project),
+            now=now.timestamp(),
+            havs=havs,
+            stats={key: hav_stats(hav) for key, hav in havs.items()},
+            hosts=hosts,
+            versions=versions,
+            av_stats={i: app_version_stats(v) for i, v in versions.items()},
+            ledger=Ledger.load(app, (j.account_id for j in jobs), now),
         )
 
-
-def _grant_to_users(
-    app: App, jobs: Sequence[CreditJob], amount: float, now: datetime, now_unix: float
-) -> None:
-    """Users, their teams, per-app credit and the day's history, one statement per table."""
-    accounts = locked_rows(Account, (j.account_id for j in jobs), _ACCOUNT)
-    teams = locked_rows(Team, (a.team_id for a in accounts.values() if isinstance(a, Account)), _TEAM)
-    by_app = app.project.credit_by_app
-    user_app, team_app = _app_credit_rows(app, accounts, teams) if by_app else ({}, {})
-    for job in jobs:
-        account = accounts.get(job.account_id) if job.account_id else None
-        if not isinstance(account, Account):
-            continue
-        _add_credit(account, amount, now_unix)
-        team = teams.get(account.team_id) if account.team_id else None
-        if team is not None:
-            _add_credit(team, amount, now_unix)
-        if by_app:
-            _add_app_credit(user_app[account.pk], amount, now_unix)
-            if team is not None:
-                _add_app_credit(team_app[team.pk], amount, now_unix)
-    update_rows(Account, list(accounts.values()), CREDIT_FIELDS)
-    update_rows(Team, list(teams.values()), CREDIT_FIELDS)
-    for model, rows in ((UserAppCredit, user_app), (TeamAppCredit, team_app)):
-        # A row made by _app_credit_rows is inserted with its credit, not inserted then updated.
-        new = [r for r in rows.values() if r._state.adding]
-        update_rows(model, [r for r in rows.values() if not r._state.adding], _APP_CREDIT_FIELDS)
-        model.objects.bulk_create(new)
-    _history(now.date(), accounts, teams)
-
-
-def _app_credit_rows(
-    app: App, accounts: dict[int, Model], teams: dict[int, Model]
-) -> tuple[dict[int, UserAppCredit], dict[int, TeamAppCredit]]:
-    """The accounts' and teams' per-app rows, by owner id, read in one statement (both tables
-    have the same columns in the same order); a missing one is made here, unsaved (the
-    owners are locked, so no other validator makes it meanwhile)."""
-    parts, params = [], []
-    for kind, (cols, owner, owners) in enumerate(
-        ((_USER_APP, "account_id", accounts), (_TEAM_APP, "team_id", teams))
-    ):
-        if owners:
-            table = connection.ops.quote_name(cols.model._meta.db_table)
-            parts.append(
-                f"SELECT {kind}, {cols.sql()} FROM {table} c WHERE c.app_id = %s AND c.{owner} IN ({placeholders(owners)})"
-            )
-            params += [app.pk, *owners]
-    user_app: dict[int, UserAppCredit] = {}
-    team_app: dict[int, TeamAppCredit] = {}
-    for row in fetch_rows(" UNION ALL ".join(parts), params) if parts else ():
-        if row[0] == 0:
-            u = _USER_APP.build(row, 1)
-            user_app[u.account_id] = u
-        else:
-            t = _TEAM_APP.build(row, 1)
-            team_app[t.team_id] = t
-    # Made in the owners' (id) order, so the inserted rows get their ids in that order.
-    user_app = {pk: user_app.get(pk) or UserAppCredit(app=app, account_id=pk) for pk in accounts}
-    team_app = {pk: team_app.get(pk) or TeamAppCredit(app=app, team_id=pk) for pk in teams}
-    return user_app, team_app
-
-
-def _history(day: date, accounts: dict[int, Model], teams: dict[int, Model]) -> None:
-    """The day's CreditHistory row of each account and team holds its current credit: one
-    read for both owners, one insert of the missing rows, one update of the others."""
-    if not accounts and not teams:
-        return
-    conds, params = [], [CreditHistory._meta.get_field("day").get_db_prep_value(day, connection)]
-    for column, owners in (("account_id", accounts), ("team_id", teams)):
-        if owners:
-            conds.append(f"h.{column} IN ({placeholders(owners)})")
-            params += list(owners)
-    table = connection.ops.quote_name(CreditHistory._meta.db_table)
-    sql = f"SELECT {_HISTORY.sql()} FROM {table} h WHERE h.day = %s AND ({' OR '.join(conds)})"
-    existing: dict[str, dict[int, CreditHistory]] = {"account": {}, "team": {}}
-    for h in (_HISTORY.build(row) for row in fetch_rows(sql, params)):
-        if h.account_id in accounts:
-            existing["account"][h.account_id] = h
-        if h.team_id in teams:
-            existing["team"][h.team_id] = h
-    new: list[CreditHistory] = []
-    changed: dict[int, CreditHistory] = {}
-    for owner, rows in (("account", accounts), ("team", teams)):
-        for pk, row in rows.items():
-            assert isinstance(row, Account | Team)
-            h = existing[owner].get(pk)
-            if h is None:
-                new.append(
-                    CreditHistory(
-                        project_id=row.project_id,
-                        day=day,
-                        total_credit=row.total_credit,
-                        expavg_credit=row.expavg_credit,
-                        **{f"{owner}_id": pk},
-                    )
+    def judge(self, w: JudgedWorkunit) -> list[ResultCredit]:
+        """One workunit: its valid jobs' claims and credit, then its invalid results."""
+        claims = [self._claim(job, w.workunit) for job in w.valid]
+        credits: list[ResultCredit] = []
+        if w.valid:
+            amount = _grant_amount(w.workunit, claims, self.app, self.policy)
+            self._credit(w.valid, amount)
+            credits = [
+                ResultCredit(
+                    result_id=job.result_id,
+                    claimed_credit=_finite(claim.claimed_credit),
+                    granted_credit=amount,
+                    credit_approx=claim.approx,
+                    runtime_outlier=claim.runtime_outlier,
                 )
-            else:
-                h.total_credit, h.expavg_credit = row.total_credit, row.expavg_credit
-                changed[h.pk] = h
-    CreditHistory.objects.bulk_create(new)
-    update_rows(CreditHistory, list(changed.values()), ["total_credit", "expavg_credit"])
+                for job, claim in zip(w.valid, claims, strict=True)
+            ]
+        for outcome in w.invalid:
+            self._invalid(outcome)
+        return credits
 
+    def _hav_stats(self, job: CreditJob) -> tuple[HavKey | None, HostAppVersionStats]:
+        """The job's host_app_version statistics, and its key if they are kept. A missing row
+        is made (the scheduler makes them on send, but a row may predate that or have been
+        deleted by an admin), unless the job has no version to make it for."""
+        if not job.host_id:
+            return None, HostAppVersionStats()
+        key = hav_key(job.host_id, job.app_version_id, job.anonymous_proc_type)
+        if key not in self.stats:
+            version_id, proc = key[1], key[2]
+            if not ((version_id in self.versions) or (not version_id and proc)):
+                return None, HostAppVersionStats()
+            hav = HostAppVersion(
+                host_id=key[0], app=self.app, app_version_id=version_id, anonymous_proc_type=proc
+            )
+            self.new_havs[key] = self.havs[key] = hav
+            self.stats[key] = hav_stats(hav)
+        return key, self.stats[key]
 
-def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float) -> None:
-    row.njobs += 1
-    row.total += amount
-    row.expavg, row.expavg_time = update_rac(row.expavg, row.expavg_time, amount, now)
+    def _claim(self, job: CreditJob, wu: CreditWorkunit) -> PfcClaim:
+        key, stats = self._hav_stats(job)
+        version = self.versions.get(job.app_version_id) if job.app_version_id else None
+        reference = self.av_stats[version.pk].pfc.avg if version is not None else self.app.min_avg_pfc
+        # is_valid before the claim, as BOINC's validator: probation, error rate.
+        stats = host_app_version_on_outcome(
+            stats,
+            JobOutcome.VALID,
+            now=self.now,
+            delay_bound=wu.delay_bound,
+            reference_pfc_avg=reference,
+            max_jobs_per_day_init=self.quota,
+            unreplicated=wu.unreplicated,
+            policy=self.policy,
+        )
+        claim = claimed_pfc(
+            _validated_job(job, wu),
+            hav=stats,
+            app_version=self.av_stats.get(version.pk) if version is not None else None,
+            min_avg_pfc=self.app.min_avg_pfc,
+            now=self.now,
+            policy=self.policy,
+        )
+        if key is not None:
+            self.stats[key] = claim.host_app_version
+        if version is not None and claim.app_version_pfc is not None:
+            self.av_stats[version.pk] = replace(self.av_stats[version.pk], pfc=claim.app_version_pfc)
+        return claim
+
+    def _credit(self, jobs: Sequence[CreditJob], amount: float) -> None:
+        # An app version takes one workunit's credit in one addition, as a call per workunit
+        # did, so its recent average comes out the same to the last bit.
+        by_version: dict[int, float] = defaultdict(float)
+        for job in jobs:
+            if job.app_version_id in self.versions:
+                by_version[job.app_version_id] += amount
+        for version_id, credit in by_version.items():
+            add_credit(self.versions[version_id], credit, self.now)
+            self.credited_versions.add(version_id)
+        for job in jobs:
+            host = self.hosts.get(job.host_id) if job.host_id else None
+            if host is not None:
+                add_credit(host, amount, self.now)
+            self.ledger.credit(job.account_id, amount, self.now)
+
+    def _invalid(self, o: HostOutcome) -> None:
+        """Error rate, probation and quota of an invalid result's host_app_version (one that
+        does not exist is not made)."""
+        key = hav_key(o.host_id, o.app_version_id, o.anonymous_proc_type)
+        if key not in self.stats:
+            return
+        version = self.av_stats.get(o.app_version_id) if o.app_version_id else None
+        self.stats[key] = host_app_version_on_outcome(
+            self.stats[key],
+            o.outcome,
+            now=self.now,
+            delay_bound=o.delay_bound,
+            reference_pfc_avg=version.pfc.avg if version is not None else self.app.min_avg_pfc,
+            max_jobs_per_day_init=self.quota,
+            unreplicated=o.unreplicated,
+            policy=self.policy,
+        )
+
+    def write(self) -> None:
+        """Each table once: host_app_versions (new ones inserted with their statistics), app
+        versions, hosts, then accounts, teams, per-app credit and history."""
+        for key, hav in self.havs.items():
+            hav_apply(hav, self.stats[key])
+        update_rows(
+            HostAppVersion, [h for k, h in self.havs.items() if k not in self.new_havs], HAV_VALIDATOR_FIELDS
+        )
+        if self.new_havs:
+            HostAppVersion.objects.bulk_create(self.new_havs.values())
+        versions = [self.versions[i] for i in sorted(self.credited_versions)]
+        for version in versions:
+            assert isinstance(version, AppVersion)
+            # pfc_scale is the feeder's; only the average and the recent credit are written.
+            version.pfc = self.av_stats[version.pk].pfc
+        update_rows(AppVersion, versions, _VERSION_FIELDS)
+        self._versions_saved(versions)
+        update_rows(Host, list(self.hosts.values()), CREDIT_FIELDS)
+        self.ledger.write()
+
+    def _versions_saved(self, versions: list[Model]) -> None:
+        """As save() would: the scheduler's catalog drops this process's cached versions (their
+        pfc averages) on AppVersion saves. Its receiver looks at version.app: give it the app
+        already loaded rather than a query per version."""
+        for version in versions:
+            assert isinstance(version, AppVersion)
+            if version.app_id == self.app.pk:
+                version.app = self.app
+            post_save.send(
+                sender=AppVersion,
+                instance=version,
+                created=False,
+                update_fields=frozenset(_VERSION_FIELDS),
+                raw=False,
+                using=DEFAULT_DB_ALIAS,
+            )

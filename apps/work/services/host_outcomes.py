@@ -57,12 +57,15 @@ def judged_host_app_versions_sql(where: str, *, workunits: str = "r.workunit_id 
     RPC's order and wait for the RPC instead. PostgreSQL only (SQLite has no row locks).
     """
     quote = connection.ops.quote_name
+    # The results first, then their hosts' rows through the host_id index: joined directly,
+    # the planner took to hashing the whole host_app_version table once it had statistics.
     return (
-        f"SELECT h.id FROM {quote(HostAppVersion._meta.db_table)} h "
-        f"JOIN {quote(Result._meta.db_table)} r ON r.host_id = h.host_id AND ("
+        "WITH r AS MATERIALIZED (SELECT r.host_id, r.app_id, r.app_version_id, r.anonymous_proc_type "
+        f"FROM {quote(Result._meta.db_table)} r WHERE {workunits} AND ({where})) "
+        f"SELECT h.id FROM {quote(HostAppVersion._meta.db_table)} h JOIN r ON r.host_id = h.host_id AND ("
         "h.app_version_id = r.app_version_id OR (r.app_version_id IS NULL AND h.app_version_id IS NULL"
         " AND h.app_id = r.app_id AND h.anonymous_proc_type = r.anonymous_proc_type)) "
-        f"WHERE {workunits} AND ({where}) ORDER BY h.id FOR UPDATE OF h"
+        "WHERE h.host_id = ANY(ARRAY(SELECT r.host_id FROM r)) ORDER BY h.id FOR UPDATE OF h"
     )
 
 

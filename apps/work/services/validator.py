@@ -1,40 +1,41 @@
 """The validator (BOINC sched/validator.cpp): compare results, choose the canonical one, grant credit.
 
-One pass, per app of the project:
+One pass, per app of the project, in batches of at most ``BATCH`` workunits:
 
-1. Pick up to ``limit`` workunits with need_validate set.
-2. Claim each by clearing need_validate with a conditional UPDATE; a workunit another
-   worker cleared first is skipped. The same UPDATE lowers transition_time to a 10-minute
-   lease, so if this worker dies before it commits the transitioner flags the workunit again.
-3. In one transaction per workunit: lock the host_app_versions of the results to judge (a
-   scheduler RPC locks them before results and host), then the results (id order, as the
-   transitioner does), read the output files of the results to check from the upload area,
-   and let ``plan_validation`` (apps.work.domain.validation) decide with the app's comparison:
-   case A (a canonical result exists) compares each new success with it; case B runs
-   ``check_set`` for a quorum. A result whose outputs are missing or unreadable gets the
+1. Claim a batch of workunits with need_validate set in one conditional UPDATE (PostgreSQL:
+   ``FOR UPDATE SKIP LOCKED``, so two validators take different workunits), clearing
+   need_validate and lowering transition_time to a 10-minute lease: if this worker dies
+   before it commits, the transitioner flags the workunits again then.
+2. In one transaction for the batch: lock the host_app_versions of the results to judge (a
+   scheduler RPC locks them before its results and host), then the batch's results (id order,
+   as the transitioner does); read the workunits, their apps and the output files of the
+   results to check, each in one statement; read the outputs from the upload area and let
+   ``plan_validation`` (apps.work.domain.validation) decide for each workunit with the app's
+   comparison: case A (a canonical result exists) compares each new success with it; case B
+   runs ``check_set`` for a quorum. A result whose outputs are missing or unreadable gets the
    VALIDATE_ERROR outcome.
-4. For the newly valid results call ``credit_grant`` (host, user, team, app version; case A:
-   the canonical result's credit), then write each changed result's validate state, outcome
-   and claimed and granted credit in one statement; invalid results count against their
-   host_app_version. Each table is read and written once per workunit, whatever its number
-   of results (the statements run for every workunit are written by hand).
-5. Write the workunit last: canonical result, assimilation, error bits, target_nresults,
-   transition_time.
-6. After the commit, a step of a work sequence moves its sequence on (seed 001).
+3. ``credit_grant_batch`` grants the newly valid results their credit (host, user, team, app
+   version; case A: the canonical result's credit) and counts the invalid ones against their
+   host_app_version, workunit after workunit in id order, as one call per workunit would.
+4. Write the results (validate state, outcome, claimed and granted credit), the unsent
+   siblings no longer needed, and the workunits (canonical result, assimilation, error bits,
+   target_nresults, transition_time), one statement per table for the whole batch.
+5. After the commit, a step of a work sequence moves its sequence on (seed 001).
 
-A transient failure (the upload area cannot be read at all) puts need_validate back off and
-lets the transitioner flag the workunit again within 6 hours, as BOINC does; any other
-failure rolls back, and the transitioner flags the workunit again when the claim's lease
-runs out (10 minutes), so one failing workunit never holds up the others.
+A workunit whose outputs cannot be read now (the upload area unreadable) is left out of its
+batch: need_validate stays off and the transitioner flags it again within 6 hours, as BOINC
+does. If the batch raises, it is rolled back and its workunits are validated again one per
+transaction, so one failing workunit never holds up the others; the one that fails again is
+logged, and the transitioner flags it again when the claim's lease runs out (10 minutes).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -42,9 +43,9 @@ from django.db.models import Model
 
 from apps.applications.models import App
 from apps.core import clock
-from apps.core.db import ModelColumns, execute, fetch_rows, placeholders, update_rows
+from apps.core.db import ModelColumns, any_of, array_literal, execute, execute_many, fetch_rows, update_rows
 from apps.credit.domain.quota import JobOutcome
-from apps.credit.services import CreditJob, CreditWorkunit, ResultCredit, credit_grant
+from apps.credit.services import CreditJob, CreditWorkunit, HostOutcome, JudgedWorkunit, credit_grant_batch
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import TRANSITION_NEVER, AssimilateState, FileDeleteState, Outcome, ServerState
@@ -53,18 +54,25 @@ from apps.work.domain.validation import (
     ValidationCandidate,
     ValidationPlan,
     ValidationWorkunit,
-    bitwise_equal,
     plan_validation,
-    tolerant_numeric_equal,
     transient_retry_time,
 )
-from apps.work.models import OutputFile, Result, Workunit
+from apps.work.models import Result, Workunit
+from apps.work.services.comparisons import (
+    Comparison,
+    OutputNames,
+    Payload,
+    TransientValidationError,
+    comparison_for,
+    output_files_of,
+    payloads_read,
+)
 from apps.work.services.extensions import step_validated
-from apps.work.services.host_outcomes import judged_host_app_versions_sql, results_record_outcome
+from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits
 
 logger = logging.getLogger(__name__)
 
-# What validation changes on a result row: written in one statement per workunit.
+# What validation changes on a result row: written in one statement per batch.
 RESULT_FIELDS = [
     "validate_state",
     "outcome",
@@ -75,78 +83,70 @@ RESULT_FIELDS = [
 ]
 
 CLAIM_LEASE = timedelta(minutes=10)
-Payload = tuple[bytes, ...] | None  # one bytes per uploaded output file; None = unreadable
-Compare = Callable[[Payload, Payload], bool]
+# Workunits per claim and transaction. The statements of a batch do not depend on its size;
+# its transaction holds the locks of the batch's hosts, so a scheduler RPC of one of them
+# waits for the batch (a few tenths of a second at this size).
+BATCH = 200
 
+# The successes still to judge: their host_app_versions are locked before the results.
+_JUDGED = "r.server_state = %s AND r.outcome = %s AND r.validate_state IN (%s, %s)"
+_JUDGED_PARAMS = [int(ServerState.OVER), int(Outcome.SUCCESS), int(VS.INIT), int(VS.INCONCLUSIVE)]
 
-# The statements run for every workunit are written by hand (apps.core.db): building them
-# with the ORM cost more than running them.
-_RESULT = ModelColumns(Result, "r")
-_WORKUNIT = ModelColumns(Workunit, "w")
+# The statements of a batch are written by hand (apps.core.db), reading only the columns used.
+_RESULT = ModelColumns(
+    Result,
+    "r",
+    [
+        "id",
+        "workunit",
+        "app",
+        "server_state",
+        "outcome",
+        "validate_state",
+        "file_delete_state",
+        "host",
+        "account",
+        "app_version",
+        "anonymous_proc_type",
+        "sent_time",
+        "report_deadline",
+        "received_time",
+        "flops_estimate",
+        "elapsed_time",
+        *RESULT_FIELDS[2:],
+    ],
+)
+_WORKUNIT = ModelColumns(
+    Workunit,
+    "w",
+    [
+        "id",
+        "project",
+        "app",
+        "rsc_fpops_est",
+        "rsc_fpops_bound",
+        "delay_bound",
+        "min_quorum",
+        "target_nresults",
+        "max_success_results",
+        "canonical_result",
+        "transition_time",
+        "error_mask",
+        "sequence",
+    ],
+)
+_CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
 _APP = ModelColumns(App, "a")
 _PROJECT = ModelColumns(Project, "p")
-_OUTPUT = ModelColumns(OutputFile, "f", ["id", "result", "name", "ordinal", "optional"])
 
 
 def _table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
-def _db_time(value: datetime) -> object:
+def _db_time(value: datetime | None) -> object:
     """A datetime as the ORM would send it (SQLite stores text)."""
     return Workunit._meta.get_field("transition_time").get_db_prep_save(value, connection)
-
-
-class TransientValidationError(Exception):
-    """The outputs cannot be read now (upload area missing or failing); retry later."""
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """How an app's results are compared; ``reads_files`` False skips reading outputs."""
-
-    compare: Compare
-    reads_files: bool = True
-
-
-def _pairwise(equal: Callable[[bytes, bytes], bool]) -> Compare:
-    def compare(a: Payload, b: Payload) -> bool:
-        if a is None or b is None or len(a) != len(b):
-            return False
-        return all(equal(x, y) for x, y in zip(a, b, strict=True))
-
-    return compare
-
-
-def _bitwise(app: App) -> Comparison:
-    return Comparison(_pairwise(bitwise_equal))
-
-
-def _tolerant(app: App) -> Comparison:
-    rel, abs_ = app.validator_rel_tol, app.validator_abs_tol
-    return Comparison(_pairwise(lambda x, y: tolerant_numeric_equal(x, y, rel_tol=rel, abs_tol=abs_)))
-
-
-def _trivial(app: App) -> Comparison:
-    # BOINC's sample_trivial_validator: every result that reported success is valid.
-    return Comparison(lambda a, b: True, reads_files=False)
-
-
-# App.validator -> comparison. A project adds its own with ``comparison_register``.
-COMPARISONS: dict[str, Callable[[App], Comparison]] = {
-    App.Validator.BITWISE: _bitwise,
-    App.Validator.TOLERANT_NUMERIC: _tolerant,
-    App.Validator.TRIVIAL: _trivial,
-}
-
-
-def comparison_register(name: str, factory: Callable[[App], Comparison]) -> None:
-    """Make ``name`` usable as App.validator (a project's own compare_results)."""
-    COMPARISONS[name] = factory
-
-
-def comparison_for(app: App) -> Comparison:
-    return COMPARISONS.get(app.validator, _bitwise)(app)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,43 +163,100 @@ class ValidationOutcome:
         return bool(self.valid or self.invalid or self.inconclusive or self.canonical_result_id)
 
 
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A claimed workunit, with the transition time it had before the claim's lease."""
+
+    id: int
+    transition_time: datetime | None
+
+
 def workunits_validate(
     *, project: Project, now: datetime | None = None, limit: int | None = None
 ) -> DaemonPass:
     """One validator pass over the project's workunits that need validation (module doc)."""
     now = now or clock.now()
     remaining = limit or settings.COBBLESTONE_DAEMON_BATCH
-    handled = errors = 0
+    total = DaemonPass()
     for app_id in App.objects.filter(project=project).order_by("id").values_list("id", flat=True):
-        if remaining <= 0:
-            break
-        rows = list(
-            Workunit.objects.filter(app_id=app_id, need_validate=True)
-            .order_by("id")
-            .values_list("id", "transition_time")[:remaining]
+        while remaining > 0:
+            wanted = min(remaining, BATCH)
+            claimed = workunits_claim(app_id=app_id, now=now, limit=wanted)
+            remaining -= len(claimed)
+            if claimed:
+                total += _validate_claimed(claimed, now)
+            if len(claimed) < wanted:
+                break  # the app has no more (or another validator holds them)
+    return total
+
+
+def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
+    """Claim up to ``limit`` of the app's workunits that need validation, lowest ids first:
+    clear need_validate and lower transition_time to a lease, so should this worker die
+    before committing their validation, the transitioner flags them again then. The claim
+    commits at once; workunits another validator holds or has claimed are skipped."""
+    lease = _db_time(now + CLAIM_LEASE)
+    table = _table(Workunit)
+    new_time = (
+        "CASE WHEN w.transition_time IS NULL OR w.transition_time > %s THEN %s ELSE w.transition_time END"
+    )
+    candidates = f"SELECT {_CLAIMED.sql()} FROM {table} c WHERE c.app_id = %s AND c.need_validate ORDER BY c.id LIMIT %s"
+    if connection.vendor == "postgresql":
+        rows = fetch_rows(
+            f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
+            f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {_CLAIMED.sql()}",
+            [lease, lease, app_id, limit],
         )
-        remaining -= len(rows)
-        for wu_id, transition_time in rows:
-            if not _claim(wu_id, now):
-                continue  # another validator has it
-            try:
-                outcome = workunit_validate(workunit_id=wu_id, now=now)
-            except TransientValidationError as exc:
-                logger.warning("validator: workunit %s: %s; retrying later", wu_id, exc)
-                _retry_later(wu_id, now, transition_time)
-                errors += 1
-            except Exception:
-                # Rolled back. need_validate stays off: the claim's lease has the transitioner
-                # flag the workunit again within 10 minutes. Setting it back at once made a
-                # workunit that always fails come first in every pass, and ``limit`` of them
-                # stopped validation for good.
-                logger.exception("validator: workunit %s failed; retried after the lease", wu_id)
-                errors += 1
-            else:
-                handled += outcome.changed
-                if outcome.changed and outcome.sequence_id is not None:
-                    _sequence_progress(wu_id, now)
-    return DaemonPass(items=handled, errors=errors)
+    else:
+        # SQLite has one writer: the transaction holds the write lock from its start, so the
+        # transition times read are those the claim replaces.
+        with transaction.atomic():
+            rows = fetch_rows(candidates, [app_id, limit])
+            if not rows:
+                return []
+            ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
+            execute(
+                f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
+                [False, lease, lease, *id_params],
+            )
+    claimed = [_CLAIMED.build(row) for row in rows]
+    return sorted((Claimed(wu.id, wu.transition_time) for wu in claimed), key=lambda c: c.id)
+
+
+@dataclass(slots=True)
+class _BatchOutcome:
+    outcomes: list[ValidationOutcome] = field(default_factory=list)
+    transient: dict[int, str] = field(default_factory=dict)  # workunit id -> why
+
+
+def _validate_claimed(claimed: Sequence[Claimed], now: datetime) -> DaemonPass:
+    """Validate claimed workunits in one transaction; if it raises, one per transaction."""
+    try:
+        batch = _validate_batch([c.id for c in claimed], now)
+    except Exception as exc:
+        if len(claimed) > 1:
+            logger.warning(
+                "validator: a batch of %d failed (%s); validating them one by one", len(claimed), exc
+            )
+            total = DaemonPass()
+            for c in claimed:
+                total += _validate_claimed([c], now)
+            return total
+        # Rolled back. need_validate stays off: the claim's lease has the transitioner flag the
+        # workunit again within 10 minutes. Setting it back at once made a workunit that always
+        # fails come first in every pass, and ``limit`` of them stopped validation for good.
+        logger.exception("validator: workunit %s failed; retried after the lease", claimed[0].id)
+        return DaemonPass(errors=1)
+    if batch.transient:
+        for wu_id, why in batch.transient.items():
+            logger.warning("validator: workunit %s: %s; retrying later", wu_id, why)
+        _retry_later([c for c in claimed if c.id in batch.transient], now)
+    handled = 0
+    for outcome in batch.outcomes:
+        handled += outcome.changed
+        if outcome.changed and outcome.sequence_id is not None:
+            _sequence_progress(outcome.workunit_id, now)
+    return DaemonPass(items=handled, errors=len(batch.transient))
 
 
 def _sequence_progress(wu_id: int, now: datetime) -> None:
@@ -211,118 +268,154 @@ def _sequence_progress(wu_id: int, now: datetime) -> None:
         logger.exception("validator: sequence progress of workunit %s failed", wu_id)
 
 
-def _claim(wu_id: int, now: datetime) -> bool:
-    """Clear need_validate if still set. transition_time is lowered to a lease: should this
-    worker die before committing, the transitioner flags the workunit again then."""
-    lease = _db_time(now + CLAIM_LEASE)
-    sql = (
-        f"UPDATE {_table(Workunit)} SET need_validate = %s, transition_time = CASE WHEN "
-        "transition_time IS NULL OR transition_time > %s THEN %s ELSE transition_time END "
-        "WHERE id = %s AND need_validate = %s"
-    )
-    return bool(execute(sql, [False, lease, lease, wu_id, True]))
-
-
-def _retry_later(wu_id: int, now: datetime, before_claim: datetime | None) -> None:
+def _retry_later(claimed: Sequence[Claimed], now: datetime) -> None:
     """BOINC's transient-error retry, min(transition time, now + 6 h), from the transition
-    time the workunit had before the claim's short lease replaced it."""
-    current = int(before_claim.timestamp()) if before_claim is not None else TRANSITION_NEVER
-    retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
-    Workunit.objects.filter(id=wu_id).update(transition_time=retry)
+    time each workunit had before the claim's short lease replaced it."""
+    params = []
+    for c in claimed:
+        current = int(c.transition_time.timestamp()) if c.transition_time is not None else TRANSITION_NEVER
+        retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
+        params.append([_db_time(retry), c.id])
+    execute_many(f"UPDATE {_table(Workunit)} SET transition_time = %s WHERE id = %s", params)
 
 
 def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
-    """Validate one workunit and grant credit, in one transaction (steps 3-5 of the pass)."""
+    """Validate one workunit and grant credit, in one transaction (steps 2-4 of the pass,
+    for a workunit claimed or not). Raises TransientValidationError if its outputs cannot be
+    read now."""
+    batch = _validate_batch([workunit_id], now)
+    if batch.transient:
+        raise TransientValidationError(batch.transient[workunit_id])
+    return batch.outcomes[0]
+
+
+@dataclass(slots=True)
+class _Judging:
+    """One workunit of a batch while it is validated."""
+
+    wu: Workunit
+    rows: list[Result]
+    candidates: list[Result] = field(default_factory=list)  # case B; case A: the new successes
+    canonical: Result | None = None  # case A
+    plan: ValidationPlan | None = None
+    too_late: bool = False  # case A, the canonical output is gone
+
+    @property
+    def case_a(self) -> bool:
+        return self.wu.canonical_result_id is not None
+
+
+def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
+    """Steps 2-4 of the pass for workunits of one app, in one transaction."""
+    batch = _BatchOutcome()
     with transaction.atomic():
-        rows = _locked_results(workunit_id)
-        wu = _workunit(workunit_id)
-        if wu.error_mask:
-            return ValidationOutcome(wu.id)  # errored: the transitioner marks results NO_CHECK
-        comparison = comparison_for(wu.app)
-        successes = [r for r in rows if r.server_state == ServerState.OVER and r.outcome == Outcome.SUCCESS]
-        if wu.canonical_result_id is not None:
-            return _case_a(wu, rows, successes, comparison, now)
-        candidates = [r for r in successes if r.validate_state in (VS.INIT, VS.INCONCLUSIVE)]
-        if not candidates:
-            return ValidationOutcome(wu.id)
-        payloads = _payloads(wu.project, candidates, comparison)
-        plan = plan_validation(
+        host_app_versions_lock_for_workunits(wu_ids, _JUDGED, _JUDGED_PARAMS)
+        rows = _locked_results(wu_ids)
+        wus = _workunits(wu_ids)
+        if len({wu.app_id for wu in wus}) > 1:
+            raise ValueError("a validator batch holds the workunits of one app")
+        by_wu: dict[int, list[Result]] = {wu.id: [] for wu in wus}
+        for r in rows:
+            by_wu[r.workunit_id].append(r)
+        judging = [j for wu in wus if (j := _to_judge(wu, by_wu[wu.id])) is not None]
+        if judging:
+            comparison = comparison_for(wus[0].app)
+            outputs = output_files_of(_to_read(judging)) if comparison.reads_files else {}
+            for j in judging:
+                try:
+                    _plan(j, comparison, outputs, now)
+                except TransientValidationError as exc:
+                    batch.transient[j.wu.id] = str(exc)
+            judging = [j for j in judging if j.wu.id not in batch.transient]
+            _apply(judging, now)
+        judged = {j.wu.id: j for j in judging}
+        batch.outcomes = [_outcome(wu, judged.get(wu.id)) for wu in wus if wu.id not in batch.transient]
+    return batch
+
+
+def _to_judge(wu: Workunit, rows: list[Result]) -> _Judging | None:
+    """What there is to judge in the workunit: None if nothing."""
+    if wu.error_mask:
+        return None  # errored: the transitioner marks results NO_CHECK
+    successes = [r for r in rows if r.server_state == ServerState.OVER and r.outcome == Outcome.SUCCESS]
+    if wu.canonical_result_id is not None:
+        new = [r for r in successes if r.validate_state == VS.INIT and r.id != wu.canonical_result_id]
+        canonical = next((r for r in rows if r.id == wu.canonical_result_id), None)
+        return _Judging(wu, rows, new, canonical) if new else None
+    candidates = [r for r in successes if r.validate_state in (VS.INIT, VS.INCONCLUSIVE)]
+    return _Judging(wu, rows, candidates) if candidates else None
+
+
+def _locked_results(wu_ids: Sequence[int]) -> list[Result]:
+    """The workunits' results, locked FOR UPDATE in id order, as the transitioner locks them
+    (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock)."""
+    cond, params = any_of("r.workunit_id", list(wu_ids), "bigint")
+    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    sql = f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
+    return [_RESULT.build(row) for row in fetch_rows(sql, params)]
+
+
+def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
+    """The workunits in id order, each with its app and project (credit reads app.project)."""
+    cond, params = any_of("w.id", list(wu_ids), "bigint")
+    wus = [
+        _WORKUNIT.build(row)
+        for row in fetch_rows(
+            f"SELECT {_WORKUNIT.sql()} FROM {_table(Workunit)} w WHERE {cond} ORDER BY w.id", params
+        )
+    ]
+    if len(wus) < len(set(wu_ids)):
+        missing = sorted(set(wu_ids) - {wu.id for wu in wus})
+        raise Workunit.DoesNotExist(f"workunits {missing} do not exist")
+    cond, params = any_of("a.id", sorted({wu.app_id for wu in wus}), "bigint")
+    apps: dict[int, App] = {}
+    sql = f"SELECT {_APP.sql()}, {_PROJECT.sql()} FROM {_table(App)} a JOIN {_table(Project)} p ON p.id = a.project_id WHERE {cond}"
+    for row in fetch_rows(sql, params):
+        app = _APP.build(row)
+        app.project = _PROJECT.build(row, _APP.width)
+        apps[app.pk] = app
+    for wu in wus:
+        wu.app = apps[wu.app_id]
+        # The app's project is the workunit's row.
+        wu.project = (
+            wu.app.project if wu.app.project_id == wu.project_id else Project.objects.get(id=wu.project_id)
+        )
+    return wus
+
+
+def _to_read(judging: list[_Judging]) -> list[int]:
+    """The results whose outputs the batch may compare."""
+    return [r.id for j in judging for r in j.candidates] + [j.canonical.id for j in judging if j.canonical]
+
+
+def _plan(j: _Judging, comparison: Comparison, outputs: dict[int, OutputNames], now: datetime) -> None:
+    """Read the outputs and plan the workunit's validation (case A or B)."""
+    wu = j.wu
+    if not j.case_a:
+        payloads = payloads_read(wu.project, [r.id for r in j.candidates], comparison, outputs)
+        j.plan = plan_validation(
             _validation_workunit(wu),
-            [ValidationCandidate(r.id, payloads[r.id], VS(r.validate_state)) for r in candidates],
+            [ValidationCandidate(r.id, payloads[r.id], VS(r.validate_state)) for r in j.candidates],
             compare=comparison.compare,
             init=_readable,
             now=now.timestamp(),
         )
-        return _apply(wu, rows, plan, now, canonical_credit=None)
-
-
-def _locked_results(workunit_id: int) -> list[Result]:
-    """The workunit's results, locked FOR UPDATE in id order, as the transitioner locks them
-    (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock).
-
-    On PostgreSQL the same statement first locks the host_app_versions of the successes to
-    judge (their hosts are credited or judged below), in a scheduler RPC's lock order; the
-    CTE is materialized and read by a one-time filter, so it runs before any result is locked.
-    """
-    sql = f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE r.workunit_id = %s"
-    params: list[object] = [workunit_id]
-    if connection.features.has_select_for_update:
-        judged = judged_host_app_versions_sql(
-            "r.server_state = %s AND r.outcome = %s AND r.validate_state IN (%s, %s)"
-        )
-        sql = f"WITH judged AS MATERIALIZED ({judged}) {sql} AND (SELECT count(*) FROM judged) >= 0"
-        sql += " ORDER BY r.id FOR UPDATE OF r"
-        judged_params = [int(ServerState.OVER), int(Outcome.SUCCESS), int(VS.INIT), int(VS.INCONCLUSIVE)]
-        params = [workunit_id, *judged_params, *params]
-    else:
-        sql += " ORDER BY r.id"
-    return [_RESULT.build(row) for row in fetch_rows(sql, params)]
-
-
-def _workunit(workunit_id: int) -> Workunit:
-    """The workunit with its app and project; the app's project is the workunit's row (credit
-    reads app.project)."""
-    sql = (
-        f"SELECT {_WORKUNIT.sql()}, {_APP.sql()}, {_PROJECT.sql()} FROM {_table(Workunit)} w "
-        f"JOIN {_table(App)} a ON a.id = w.app_id JOIN {_table(Project)} p ON p.id = w.project_id "
-        "WHERE w.id = %s"
-    )
-    rows = fetch_rows(sql, [workunit_id])
-    if not rows:
-        raise Workunit.DoesNotExist(f"workunit {workunit_id} does not exist")
-    wu = _WORKUNIT.build(rows[0])
-    wu.app = _APP.build(rows[0], _WORKUNIT.width)
-    wu.project = _PROJECT.build(rows[0], _WORKUNIT.width + _APP.width)
-    if wu.app.project_id == wu.project_id:
-        wu.app.project = wu.project
-    return wu
-
-
-def _case_a(
-    wu: Workunit, rows: list[Result], successes: list[Result], comparison: Comparison, now: datetime
-) -> ValidationOutcome:
-    canonical = next((r for r in rows if r.id == wu.canonical_result_id), None)
-    new = [r for r in successes if r.validate_state == VS.INIT and r.id != wu.canonical_result_id]
-    if not new:
-        return ValidationOutcome(wu.id)
-    canonical_payload: Payload = None
+        return
+    canonical, canonical_payload = j.canonical, None
     if canonical is not None and canonical.file_delete_state != FileDeleteState.DONE:
-        canonical_payload = _payloads(wu.project, [canonical], comparison)[canonical.id]
+        canonical_payload = payloads_read(wu.project, [canonical.id], comparison, outputs)[canonical.id]
     if canonical is None or canonical_payload is None:
-        # The canonical output is gone: the late results can no longer be checked.
-        Result.objects.filter(id__in=[r.id for r in new]).update(validate_state=VS.TOO_LATE)
-        Workunit.objects.filter(id=wu.id).update(need_validate=False)
-        return ValidationOutcome(wu.id, invalid=len(new), sequence_id=wu.sequence_id)
-    payloads = _payloads(wu.project, new, comparison)
-    plan = plan_validation(
+        j.too_late = True  # the canonical output is gone: the late results can no longer be checked
+        return
+    payloads = payloads_read(wu.project, [r.id for r in j.candidates], comparison, outputs)
+    j.plan = plan_validation(
         _validation_workunit(wu),
-        [ValidationCandidate(r.id, payloads[r.id]) for r in new],
+        [ValidationCandidate(r.id, payloads[r.id]) for r in j.candidates],
         compare=comparison.compare,
         init=_readable,
         now=now.timestamp(),
         canonical=ValidationCandidate(canonical.id, canonical_payload, VS.VALID),
     )
-    return _apply(wu, rows, plan, now, canonical_credit=canonical.granted_credit)
 
 
 def _readable(candidate: ValidationCandidate[Payload]) -> bool:
@@ -340,88 +433,47 @@ def _validation_workunit(wu: Workunit) -> ValidationWorkunit:
     )
 
 
-def _payloads(project: Project, results: Sequence[Result], comparison: Comparison) -> dict[int, Payload]:
-    """Each result's uploaded outputs, in ordinal order, read from the upload area."""
-    if not comparison.reads_files:
-        return {r.id: () for r in results}
-    upload_dir = project.upload_dir
-    if not upload_dir.is_dir():
-        raise TransientValidationError(f"upload area {upload_dir} is not readable")
-    files: dict[int, list[OutputFile]] = {r.id: [] for r in results}
-    sql = (
-        f"SELECT {_OUTPUT.sql()} FROM {_table(OutputFile)} f "
-        f"WHERE f.result_id IN ({placeholders(list(files))}) AND f.upload = %s ORDER BY f.result_id, f.ordinal"
-    )
-    for row in fetch_rows(sql, [*files, True]):
-        f = _OUTPUT.build(row)
-        files[f.result_id].append(f)
-    return {result_id: _read(upload_dir, outputs) for result_id, outputs in files.items()}
+def _apply(judging: list[_Judging], now: datetime) -> None:
+    """Set the batch's new result states, grant credit, and write results and workunits."""
+    changed: dict[int, Result] = {}
+    grants: list[JudgedWorkunit] = []
+    valid_rows: list[list[Result]] = []
+    for j in judging:
+        if j.too_late:
+            for r in j.candidates:
+                r.validate_state = VS.TOO_LATE
+                changed[r.id] = r
+            continue
+        assert j.plan is not None
+        by_id = {r.id: r for r in j.rows}
+        outcome = j.plan.outcome
+        # The rows are locked: their new states and credit are set here and written together
+        # in one statement below (RESULT_FIELDS).
+        for result_id, state in outcome.validate_states:
+            by_id[result_id].validate_state = state
+            changed[result_id] = by_id[result_id]
+        for result_id in outcome.validate_error_result_ids:
+            by_id[result_id].outcome, by_id[result_id].validate_state = Outcome.VALIDATE_ERROR, VS.INVALID
+            changed[result_id] = by_id[result_id]
+        valid = [by_id[i] for i, s in outcome.validate_states if s == VS.VALID]
+        invalid = [by_id[i] for i, s in outcome.validate_states if s == VS.INVALID]
+        grants.append(_judged_workunit(j, valid, invalid))
+        valid_rows.append(valid)
+    credits = credit_grant_batch(workunits=grants, now=now, app=judging[0].wu.app) if grants else []
+    for rows, row_credits in zip(valid_rows, credits, strict=True):
+        for r, c in zip(rows, row_credits, strict=True):
+            r.claimed_credit, r.granted_credit = c.claimed_credit, c.granted_credit
+            r.credit_approx, r.runtime_outlier = c.credit_approx, c.runtime_outlier
+    _unsent_withdraw([j.wu.id for j in judging if j.plan is not None and j.plan.unsent_didnt_need])
+    update_rows(Result, [changed[i] for i in sorted(changed)], RESULT_FIELDS)
+    _workunits_write(judging, {c.result_id: c.granted_credit for row_credits in credits for c in row_credits})
 
 
-def _read(upload_dir: Path, outputs: list[OutputFile]) -> Payload:
-    contents: list[bytes] = []
-    for f in outputs:
-        path = upload_dir / f.name
-        try:
-            contents.append(path.read_bytes())
-        except FileNotFoundError:
-            if not f.optional:
-                return None
-            contents.append(b"")
-        except (IsADirectoryError, PermissionError):
-            return None  # not a file the client uploaded: permanent
-        except OSError as exc:
-            raise TransientValidationError(f"{path}: {exc}") from exc
-    return tuple(contents)
-
-
-def _apply(
-    wu: Workunit, rows: list[Result], plan: ValidationPlan, now: datetime, *, canonical_credit: float | None
-) -> ValidationOutcome:
-    outcome = plan.outcome
-    states = dict(outcome.validate_states)
-    by_id = {r.id: r for r in rows}
-    # The rows are locked: their new states and credit are set here and written together
-    # in one statement below (RESULT_FIELDS), not one UPDATE per state and one for credit.
-    for result_id, state in states.items():
-        by_id[result_id].validate_state = state
-    for result_id in outcome.validate_error_result_ids:
-        by_id[result_id].outcome, by_id[result_id].validate_state = Outcome.VALIDATE_ERROR, VS.INVALID
-    if plan.unsent_didnt_need:
-        execute(
-            f"UPDATE {_table(Result)} SET server_state = %s, outcome = %s "
-            "WHERE workunit_id = %s AND server_state IN (%s, %s)",
-            [
-                int(ServerState.OVER),
-                int(Outcome.DIDNT_NEED),
-                wu.id,
-                int(ServerState.UNSENT),
-                int(ServerState.INACTIVE),
-            ],
-        )
-    valid = [by_id[i] for i, s in states.items() if s == VS.VALID]
-    invalid = [by_id[i] for i, s in states.items() if s == VS.INVALID]
-    credits = _grant(wu, valid, now, canonical_credit)
-    changed = sorted({*states, *outcome.validate_error_result_ids})
-    update_rows(Result, [by_id[i] for i in changed], RESULT_FIELDS)
-    _record_invalid(wu, invalid, now)
-    _write_workunit(wu, rows, plan, credits, now)
-    return ValidationOutcome(
-        wu.id,
-        valid=len(valid),
-        invalid=len(invalid),
-        inconclusive=sum(1 for s in states.values() if s == VS.INCONCLUSIVE),
-        canonical_result_id=plan.canonical_result_id,
-        sequence_id=wu.sequence_id,
-    )
-
-
-def _grant(
-    wu: Workunit, valid: list[Result], now: datetime, canonical_credit: float | None
-) -> dict[int, ResultCredit]:
-    if not valid:
-        return {}
-    credits = credit_grant(
+def _judged_workunit(j: _Judging, valid: list[Result], invalid: list[Result]) -> JudgedWorkunit:
+    wu = j.wu
+    assert j.plan is not None
+    canonical_credit = j.canonical.granted_credit if j.case_a and j.canonical is not None else None
+    return JudgedWorkunit(
         workunit=CreditWorkunit(
             app_id=wu.app_id,
             fpops_est=wu.rsc_fpops_est,
@@ -430,7 +482,7 @@ def _grant(
             unreplicated=wu.min_quorum <= 1,
             canonical_granted_credit=canonical_credit,
         ),
-        jobs=[
+        valid=[
             CreditJob(
                 result_id=r.id,
                 host_id=r.host_id,
@@ -444,37 +496,103 @@ def _grant(
             )
             for r in valid
         ],
-        now=now,
-        app=wu.app,
+        invalid=[
+            HostOutcome(
+                host_id=r.host_id,
+                app_id=r.app_id,
+                app_version_id=r.app_version_id,
+                anonymous_proc_type=r.anonymous_proc_type,
+                outcome=JobOutcome.INVALID,
+                delay_bound=wu.delay_bound,
+            )
+            for r in invalid
+            if r.host_id is not None
+        ],
     )
-    for r, c in zip(valid, credits, strict=True):  # written by _apply with the states
-        r.claimed_credit, r.granted_credit = c.claimed_credit, c.granted_credit
-        r.credit_approx, r.runtime_outlier = c.credit_approx, c.runtime_outlier
-    return {c.result_id: c for c in credits}
 
 
-def _record_invalid(wu: Workunit, invalid: list[Result], now: datetime) -> None:
-    results_record_outcome(
-        invalid, outcome=JobOutcome.INVALID, delay_bound=wu.delay_bound, now=now, app=wu.app
+def _unsent_withdraw(wu_ids: list[int]) -> None:
+    """At consensus the workunits' unsent siblings are no longer needed."""
+    if not wu_ids:
+        return
+    cond, params = any_of("workunit_id", wu_ids, "bigint")
+    execute(
+        f"UPDATE {_table(Result)} SET server_state = %s, outcome = %s WHERE {cond} AND server_state IN (%s, %s)",
+        [
+            int(ServerState.OVER),
+            int(Outcome.DIDNT_NEED),
+            *params,
+            int(ServerState.UNSENT),
+            int(ServerState.INACTIVE),
+        ],
     )
 
 
-def _write_workunit(
-    wu: Workunit, rows: list[Result], plan: ValidationPlan, credits: dict[int, ResultCredit], now: datetime
-) -> None:
-    sets, params = ["need_validate = %s"], [False]
-    if plan.canonical_result_id is not None:
-        sets += ["canonical_result_id = %s", "canonical_credit = %s"]
-        params += [plan.canonical_result_id, credits[plan.canonical_result_id].granted_credit]
-    if plan.assimilate_ready:
-        sets.append("assimilate_state = CASE WHEN assimilate_state = %s THEN %s ELSE assimilate_state END")
-        params += [int(AssimilateState.INIT), int(AssimilateState.READY)]
-    if plan.error_mask_set:
-        sets.append("error_mask = error_mask | %s")
-        params.append(int(plan.error_mask_set))
-    if plan.target_nresults is not None:
-        sets.append("target_nresults = %s")
-        params.append(plan.target_nresults)
+def _outcome(wu: Workunit, j: _Judging | None) -> ValidationOutcome:
+    if j is None:
+        return ValidationOutcome(wu.id)
+    if j.too_late:
+        return ValidationOutcome(wu.id, invalid=len(j.candidates), sequence_id=wu.sequence_id)
+    assert j.plan is not None
+    states = [s for _, s in j.plan.outcome.validate_states]
+    return ValidationOutcome(
+        wu.id,
+        valid=states.count(VS.VALID),
+        invalid=states.count(VS.INVALID),
+        inconclusive=states.count(VS.INCONCLUSIVE),
+        canonical_result_id=j.plan.canonical_result_id,
+        sequence_id=wu.sequence_id,
+    )
+
+
+# Each workunit's changes as a row of values (v.*): need_validate always goes off; the other
+# columns change where a value is given. A canonical result is set only on a workunit that
+# has none yet.
+_WORKUNIT_VALUES = [
+    ("wu_id", "bigint"),
+    ("canonical", "bigint"),
+    ("credit", "double precision"),
+    ("assimilate", "boolean"),
+    ("mask", "integer"),
+    ("target", "integer"),
+    ("set_time", "boolean"),
+    ("new_time", "timestamptz"),
+]
+_WORKUNIT_SETS = (
+    "need_validate = %s, canonical_result_id = COALESCE(v.canonical, w.canonical_result_id), "
+    "canonical_credit = CASE WHEN v.canonical IS NULL THEN w.canonical_credit ELSE v.credit END, "
+    "assimilate_state = CASE WHEN v.assimilate AND w.assimilate_state = %s THEN %s ELSE w.assimilate_state END, "
+    "error_mask = w.error_mask | v.mask, target_nresults = COALESCE(v.target, w.target_nresults), "
+    "transition_time = CASE WHEN v.set_time THEN v.new_time ELSE w.transition_time END"
+)
+_WORKUNIT_WHERE = "w.id = v.wu_id AND (v.canonical IS NULL OR w.canonical_result_id IS NULL)"
+
+
+def _workunits_write(judging: list[_Judging], granted: dict[int, float]) -> None:
+    """Every judged workunit's changes in one statement."""
+    rows = [_workunit_values(j, granted) for j in judging]
+    if not rows:
+        return
+    sets_params = [False, int(AssimilateState.INIT), int(AssimilateState.READY)]
+    table, names = _table(Workunit), ", ".join(name for name, _ in _WORKUNIT_VALUES)
+    if connection.vendor == "postgresql":
+        arrays = ", ".join(f"%s::{kind}[]" for _, kind in _WORKUNIT_VALUES)
+        execute(
+            f"UPDATE {table} AS w SET {_WORKUNIT_SETS} FROM unnest({arrays}) AS v({names}) WHERE {_WORKUNIT_WHERE}",
+            [*sets_params, *(array_literal(column) for column in zip(*rows, strict=True))],
+        )
+        return
+    values = ", ".join(["(" + ", ".join(["%s"] * len(_WORKUNIT_VALUES)) + ")"] * len(rows))
+    execute(
+        f"WITH v({names}) AS (VALUES {values}) UPDATE {table} AS w SET {_WORKUNIT_SETS} FROM v WHERE {_WORKUNIT_WHERE}",
+        [*(value for row in rows for value in row), *sets_params],
+    )
+
+
+def _workunit_values(j: _Judging, granted: dict[int, float]) -> list[Any]:
+    wu, plan = j.wu, j.plan
+    if plan is None:  # too late: need_validate off, nothing else
+        return [wu.id, None, None, False, 0, None, False, None]
     when = plan.transition_time
     if plan.canonical_result_id is not None:
         # BOINC sets "never" here; a replica still in progress keeps its time-out so the
@@ -482,12 +600,18 @@ def _write_workunit(
         grace = wu.project.report_grace_period
         pending = [
             int(r.report_deadline.timestamp()) + grace
-            for r in rows
+            for r in j.rows
             if r.server_state == ServerState.IN_PROGRESS and r.report_deadline
         ]
         when = min(pending, default=TRANSITION_NEVER)
-    if when is not None:
-        sets.append("transition_time = %s")
-        params.append(None if when >= TRANSITION_NEVER else _db_time(clock.from_unix(when)))
-    where = "id = %s AND canonical_result_id IS NULL" if plan.canonical_result_id is not None else "id = %s"
-    execute(f"UPDATE {_table(Workunit)} SET {', '.join(sets)} WHERE {where}", [*params, wu.id])
+    new_time = None if when is None or when >= TRANSITION_NEVER else clock.from_unix(when)
+    return [
+        wu.id,
+        plan.canonical_result_id,
+        granted[plan.canonical_result_id] if plan.canonical_result_id is not None else None,
+        plan.assimilate_ready,
+        int(plan.error_mask_set),
+        plan.target_nresults,
+        when is not None,
+        _db_time(new_time),
+    ]
