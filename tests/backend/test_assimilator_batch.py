@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from apps.work.domain.states import AssimilateState
@@ -162,3 +162,28 @@ def test_a_pass_over_five_workunits_takes_as_many_statements_as_over_one(project
 
     assert five == one
     assert Workunit.objects.filter(assimilate_state=AssimilateState.DONE).count() == 6
+
+
+ENQUEUED: list[str] = []
+
+
+def enqueuing_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+    """Enqueues work for after the commit, then fails for FAILING."""
+    transaction.on_commit(lambda: ENQUEUED.append(workunit.name))
+    if workunit.name in FAILING:
+        raise RuntimeError("science database is down")
+    return f"/science/{workunit.name}"
+
+
+def test_a_failing_hooks_on_commit_callbacks_are_dropped_and_the_others_run(
+    project, app, now, django_capture_on_commit_callbacks
+):
+    set_hook(app, "enqueuing_hook")
+    ready(project, app, now, "a", "bad", "c")
+    FAILING.add("bad")
+    ENQUEUED.clear()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        workunits_assimilate(project=project, now=now)
+
+    assert ENQUEUED == ["a", "c"]

@@ -26,20 +26,20 @@ workunit reached late in a long pass gets its whole lease, a hook that fails slo
 from when it failed, and a transaction holds SQLite's write lock for about a second at most.
 
 A hook that raises has its database writes rolled back (a savepoint opened just before its
-first statement, so a hook that never touches the database costs none) and leaves the
-workunit READY with the error text and a retry time ``retry_delay(attempts)`` away (1
-minute, doubling, at most an hour); the failure is also counted in the pass's DaemonRun,
-whose message (the dashboard's Daemons table) says how many workunits wait to retry. BOINC's
-assimilator exits on a hook error instead; backing off lets the other workunits through, so
-``limit`` failing ones no longer stop assimilation.
+first statement, so a hook that never touches the database costs none) and its on_commit
+callbacks dropped, and leaves the workunit READY with the error text and a retry time
+``retry_delay(attempts)`` away (1 minute, doubling, at most an hour); the failure is also
+counted in the pass's DaemonRun, whose message (the dashboard's Daemons table) says how many
+workunits wait to retry. BOINC's assimilator exits on a hook error instead; backing off lets
+the other workunits through, so ``limit`` failing ones no longer stop assimilation.
 
 A hook that outlasts its lease may find the workunit claimed by another assimilator
 (``run_daemons`` beside the Celery workers): that worker runs the hook again and records the
 outcome, so this one writes nothing for it and counts it as taken over. A hook that wrote to
-the database has its workunit marked at once, inside its savepoint, so that a lost claim
-rolls back its writes alone. A hook may thus run more than once for a workunit (so too when
-a worker dies in a pass: what it had not committed is tried again after the lease) and must
-be idempotent; the default one is.
+the database (or registered on_commit callbacks) has its workunit marked at once, inside its
+savepoint, so that a lost claim undoes its effects alone. A hook may thus run more than once
+for a workunit (so too when a worker dies in a pass: what it had not committed is tried
+again after the lease) and must be idempotent; the default one is.
 """
 
 from __future__ import annotations
@@ -329,16 +329,20 @@ class _ClaimLost(Exception):
     """Another worker claimed the workunit while this one was in the hook."""
 
 
-class _SavepointAtFirstStatement:
-    """An execute wrapper around a hook: just before the hook's first statement it opens a
-    savepoint (``transaction.atomic``, so on_commit callbacks go with a rollback), and
-    ``close`` rolls the hook's writes back or keeps them. A hook that never touches the
-    database, as the default one, costs no statement."""
+class _HookRun:
+    """What one hook call did in the batch's transaction, to keep or drop with its outcome.
 
-    __slots__ = ("atomic",)
+    As an execute wrapper around the hook it opens a savepoint (``transaction.atomic``) just
+    before the hook's first statement, so a hook that never touches the database, as the
+    default one, costs no statement. It also notes the on_commit callbacks the hook
+    registers (a task to enqueue...), which a failure or a lost claim drops, as rolling
+    back a transaction of its own would."""
+
+    __slots__ = ("atomic", "callbacks")
 
     def __init__(self) -> None:
         self.atomic: Any = None
+        self.callbacks = len(connection.run_on_commit)
 
     def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         if self.atomic is None:
@@ -346,10 +350,17 @@ class _SavepointAtFirstStatement:
             self.atomic.__enter__()  # its own SAVEPOINT passes through here with atomic set
         return execute(sql, params, many, context)
 
+    @property
+    def wrote(self) -> bool:
+        return self.atomic is not None or len(connection.run_on_commit) > self.callbacks
+
     def close(self, exc: BaseException | None) -> None:
+        """Keep what the hook did, or with ``exc`` undo it."""
         atomic, self.atomic = self.atomic, None
         if atomic is not None:
             atomic.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+        if exc is not None:
+            del connection.run_on_commit[self.callbacks :]
 
 
 def _hand_over(
@@ -368,26 +379,26 @@ def _hand_over(
             if wu is None or wu.assimilate_state != READY or wu.assimilate_attempts != claim.attempts:
                 tally.lose(claim.id)  # gone, or claimed again, between the claim and the read
                 continue
-            savepoint = _SavepointAtFirstStatement()
+            run = _HookRun()
             try:
-                with connection.execute_wrapper(savepoint):
+                with connection.execute_wrapper(run):
                     path = batch.hook(wu.app)(wu, wu.canonical_result, batch.output_paths(wu))
                 path = str(path or "")[:500]
-                wrote = savepoint.atomic is not None
+                wrote = run.wrote
                 if wrote and not _mark_done([(claim, path)], leased_at):
                     raise _ClaimLost
             except _ClaimLost as exc:
-                savepoint.close(exc)
+                run.close(exc)
                 tally.lose(claim.id)
             except Exception as exc:
-                savepoint.close(exc)
+                run.close(exc)
                 logger.exception("assimilator: workunit %s failed; retried later", claim.id)
                 failures.append((claim, at(), exc))
             except BaseException as exc:
-                savepoint.close(exc)
+                run.close(exc)
                 raise
             else:
-                savepoint.close(None)
+                run.close(None)
                 if wrote:
                     tally.done += 1
                 else:
