@@ -64,6 +64,17 @@ def test_a_file_shared_with_a_workunit_left_for_the_next_pass_is_deleted_by_that
     assert input_state("shared.dat") == FileDeleteState.DONE
 
 
+@pytest.mark.django_db
+def test_a_file_a_nodelete_workunit_later_in_the_pass_uses_stays(project, app, now, tmp_path):
+    finished(project, app, now, tmp_path, "a", "shared.dat")
+    finished(project, app, now, tmp_path, "b-nodelete", "shared.dat")
+
+    files_delete(project=project, now=now)
+
+    assert (project.download_dir / "shared.dat").exists()
+    assert set(Workunit.objects.values_list("file_delete_state", flat=True)) == {FileDeleteState.DONE}
+
+
 def statements_of_a_pass(project, now) -> int:  # type: ignore[no-untyped-def]
     with CaptureQueriesContext(connection) as queries:
         outcome = files_delete(project=project, now=now)

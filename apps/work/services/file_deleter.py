@@ -80,12 +80,19 @@ class _File:
 
 class _InputFiles:
     """Input files decided in one transaction: locked in id order (a creator reusing one
-    waits, then sees whether it went), with the workunits still using them and whether the
-    locality working set holds them. Two deleters finishing the last two users of a file
-    decide in turn, so the second sees the first finished and deletes it."""
+    waits, then sees whether it went), with whether a workunit not finished with its files
+    still uses them and whether the locality working set holds them. Two deleters finishing
+    the last two users of a file decide in turn, so the second sees the first finished and
+    deletes it.
 
-    def __init__(self, project: Project, where: str, params: list[Any], tail: str) -> None:
+    ``batch``: the users of each file among the workunits step 1 is finishing, which the
+    decisions follow one after the other; any other unfinished user keeps a file."""
+
+    def __init__(
+        self, project: Project, where: str, params: list[Any], tail: str, batch: dict[int, set[int]]
+    ) -> None:
         self.download_dir = project.download_dir
+        self.batch = batch
         rows = fetch_rows(
             f"SELECT id, name, sticky, no_delete, gzip, file_delete_state FROM {_table(InputFile)} "
             f"WHERE {where} ORDER BY id{tail}",
@@ -95,19 +102,11 @@ class _InputFiles:
             row[0]: _File(row[0], row[1], bool(row[2]), bool(row[3]), bool(row[4]), row[5]) for row in rows
         }
         self.changed: dict[int, int] = {}
-        self.users: dict[int, set[int]] = {}
+        self.used_elsewhere: set[int] = set()
         self.working_set: set[str] = set()
         open_ = [f for f in self.files.values() if not f.no_delete and f.state != DONE]
-        if not open_:
-            return
-        where, params = any_of("r.file_id", [f.id for f in open_], "bigint")
-        for file_id, wu_id in fetch_rows(
-            f"SELECT r.file_id, r.workunit_id FROM {_table(WorkunitFileRef)} r "
-            f"JOIN {_table(Workunit)} w ON w.id = r.workunit_id "
-            f"WHERE {where} AND w.file_delete_state NOT IN (%s, %s)",
-            [*params, DONE, ERROR],
-        ):
-            self.users.setdefault(file_id, set()).add(wu_id)
+        if open_:
+            self.used_elsewhere = self._used_elsewhere([f.id for f in open_])
         sticky = [f.name for f in open_ if f.sticky]
         if sticky:
             # By name through the app registry: locality sits above work in the layers.
@@ -119,12 +118,31 @@ class _InputFiles:
             )
             self.working_set = {row[0] for row in rows}
 
+    def _used_elsewhere(self, file_ids: list[int]) -> set[int]:
+        """Those of the files a workunit outside the batch, not finished with its files, uses.
+        EXISTS stops at the first: a locality file may have thousands of users."""
+        where, params = any_of("f.id", file_ids, "bigint")
+        outside, outside_params = "", []
+        if self.batch:
+            outside, outside_params = any_of(
+                "r.workunit_id", sorted(set().union(*self.batch.values())), "bigint"
+            )
+            outside = f" AND NOT ({outside})"
+        rows = fetch_rows(
+            f"SELECT f.id FROM {_table(InputFile)} f WHERE {where} AND EXISTS (SELECT 1 FROM "
+            f"{_table(WorkunitFileRef)} r JOIN {_table(Workunit)} w ON w.id = r.workunit_id "
+            f"WHERE r.file_id = f.id AND w.file_delete_state NOT IN (%s, %s){outside})",
+            [*params, DONE, ERROR, *outside_params],
+        )
+        return {row[0] for row in rows}
+
     def settle(self, f: _File, *, exclude: int | None, finished: set[int]) -> bool:
         """Delete ``f`` if nothing needs it, keep it otherwise; False if deleting failed.
-        ``finished``: workunits of this batch already through, ``exclude`` the current one."""
+        ``finished``: workunits of the batch already through, ``exclude`` the current one."""
         if f.no_delete or f.state == DONE:
             return True
-        if any(wu_id != exclude and wu_id not in finished for wu_id in self.users.get(f.id, ())):
+        batch_users = (w for w in self.batch.get(f.id, ()) if w != exclude and w not in finished)
+        if f.id in self.used_elsewhere or any(batch_users):
             # A workunit still using it deletes it when it finishes.
             if f.state == READY:
                 self._set(f, INIT)
@@ -175,31 +193,32 @@ def _workunits_files_delete(project: Project, limit: int) -> list[int]:
         )
         if not rows:
             return []
-        uses: dict[int, set[int]] = {}
-        deleting = [wu_id for wu_id, name in rows if "nodelete" not in name]
-        if deleting:
-            where, params = any_of("workunit_id", deleting, "bigint")
-            for wu_id, file_id in fetch_rows(
-                f"SELECT workunit_id, file_id FROM {_table(WorkunitFileRef)} WHERE {where}", params
-            ):
-                uses.setdefault(wu_id, set()).add(file_id)
-        states: dict[int, int] = {}
+        where, params = any_of("workunit_id", [wu_id for wu_id, _name in rows], "bigint")
+        users: dict[int, set[int]] = {}  # file -> the batch's workunits using it
+        for wu_id, file_id in fetch_rows(
+            f"SELECT workunit_id, file_id FROM {_table(WorkunitFileRef)} WHERE {where}", params
+        ):
+            users.setdefault(file_id, set()).add(wu_id)
+        # A workunit named *nodelete* keeps its files (but uses them until it is through).
+        deleting = {wu_id for wu_id, name in rows if "nodelete" not in name}
+        uses: dict[int, list[int]] = {}
+        for file_id in sorted(users):
+            for wu_id in users[file_id] & deleting:
+                uses.setdefault(wu_id, []).append(file_id)
+        states = dict.fromkeys((wu_id for wu_id, _name in rows), DONE)
         if uses:
-            file_ids = sorted(set().union(*uses.values()))
-            where, params = any_of("id", file_ids, "bigint")
+            where, params = any_of("id", sorted(set().union(*uses.values())), "bigint")
             lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-            files = _InputFiles(project, where, params, lock)
+            files = _InputFiles(project, where, params, lock, users)
             finished: set[int] = set()
             for wu_id, _name in rows:
                 ok = [
                     files.settle(files.files[i], exclude=wu_id, finished=finished)
-                    for i in sorted(uses.get(wu_id, ()))
+                    for i in uses.get(wu_id, ())
                 ]
                 states[wu_id] = DONE if all(ok) else ERROR
                 finished.add(wu_id)
             files.write()
-        else:
-            states = dict.fromkeys((wu_id for wu_id, _name in rows), DONE)
         _states_write(Workunit, states)
     return list(states.values())
 
@@ -242,6 +261,7 @@ def _deferred_input_files_delete(project: Project, limit: int) -> int:
             "project_id = %s AND file_delete_state = %s",
             [project.id, READY, limit],
             f" LIMIT %s{_skip_locked()}",
+            {},
         )
         for f in files.files.values():
             files.settle(f, exclude=None, finished=set())
