@@ -156,7 +156,7 @@ def test_the_pass_reads_ready_workunits_through_the_index_in_order(hook, project
     plans: list[str] = []
 
     def explain(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
-        if sql.startswith("SELECT") and '"assimilate_retry_time"' in sql.partition("WHERE")[2]:
+        if sql.startswith("SELECT") and "assimilate_retry_time" in sql.partition("WHERE")[2]:
             raw = context["cursor"].cursor  # below the wrappers, so this EXPLAIN is not explained
             raw.execute(f"EXPLAIN {sql}", params)
             plans.append("\n".join(row[0] for row in raw.fetchall()))

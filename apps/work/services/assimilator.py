@@ -2,38 +2,44 @@
 
 One pass:
 
-1. Pick up to ``limit`` workunits of the project with assimilate_state READY: those whose
-   retry time has come (oldest first; at most half the pass while new ones wait), then new
-   ones (no retry time, id order).
-2. Claim each with a conditional UPDATE that counts the attempt and sets the retry time to a
-   10-minute lease from the claim, as the validator claims; a workunit another worker claimed
-   first is skipped. Should this worker die in the hook, the workunit is tried again after
-   the lease.
-3. In one transaction: re-check the claim still holds and call the app's hook
-   (App.assimilator, a dotted path to ``hook(workunit, canonical_result, output_paths)``; by
-   default ``copy_outputs``). A workunit that errored out without a canonical result gets
-   ``None`` and no paths.
-4. Mark it DONE, record the path the hook returned, clear the retry time and error, and set
-   transition_time to now so the transitioner decides about file deletion (BOINC's
-   assimilator does the same).
+1. Claim up to ``limit`` workunits of the project with assimilate_state READY, in one
+   transaction: read those whose retry time has come (oldest first; at most half the pass
+   while new ones wait), then new ones (no retry time, id order), locked with ``SKIP
+   LOCKED`` on PostgreSQL so that another assimilator reading at the same time takes others;
+   then one UPDATE counts an attempt on each and sets its retry time to a 10-minute lease,
+   as the validator claims. The attempt count it sets is this worker's claim.
+2. Read the claimed workunits with their apps and canonical results in one query, and the
+   canonical results' uploaded outputs in another.
+3. In one transaction, call the app's hook once per workunit, as BOINC calls
+   assimilate_handler (App.assimilator, a dotted path to ``hook(workunit, canonical_result,
+   output_paths)``; by default ``copy_outputs``). A workunit that errored out without a
+   canonical result gets ``None`` and no paths.
+4. Mark the workunits whose hook returned DONE in one UPDATE (the path the hook returned,
+   no retry time or error, and transition_time now so the transitioner decides about file
+   deletion, as BOINC's assimilator does), and record the failures in another; both write
+   only rows whose claim this worker still holds. Commit.
 
-Times of claims and failures are the pass's ``now`` advanced by the time the pass has run, so
-a workunit claimed late in a long pass gets its whole lease and a hook that fails slowly backs
-off from when it failed.
+Times of claims and failures are the pass's ``now`` advanced by the time the pass has run.
+When that clock moves on (it counts whole seconds, as BOINC's times), steps 3-4 commit what
+they have and the workunits not yet handed over get a new lease from the new time: a
+workunit reached late in a long pass gets its whole lease, a hook that fails slowly backs off
+from when it failed, and a transaction holds SQLite's write lock for about a second at most.
 
-A hook that raises rolls its transaction back and leaves the workunit READY with the error
-text and a retry time ``retry_delay(attempts)`` away (1 minute, doubling, at most an hour);
-the failure is also counted in the pass's DaemonRun, whose message (the dashboard's Daemons
-table) says how many workunits wait to retry. BOINC's assimilator exits on a hook
-error instead; backing off lets the other workunits through, so ``limit`` failing ones no
-longer stop assimilation.
+A hook that raises has its database writes rolled back (a savepoint opened just before its
+first statement, so a hook that never touches the database costs none) and its on_commit
+callbacks dropped, and leaves the workunit READY with the error text and a retry time
+``retry_delay(attempts)`` away (1 minute, doubling, at most an hour); the failure is also
+counted in the pass's DaemonRun, whose message (the dashboard's Daemons table) says how many
+workunits wait to retry. BOINC's assimilator exits on a hook error instead; backing off lets
+the other workunits through, so ``limit`` failing ones no longer stop assimilation.
 
-The DONE and failure writes hold only while this worker's claim does (the attempt count it
-set). A hook that outlasts its lease may find the workunit claimed by another assimilator
+A hook that outlasts its lease may find the workunit claimed by another assimilator
 (``run_daemons`` beside the Celery workers): that worker runs the hook again and records the
-outcome, so this one writes nothing, rolls back what its hook wrote in the transaction, and
-counts the workunit as taken over. A hook may thus run more than once for a workunit (so too
-after a crash between the hook and the commit) and must be idempotent; the default one is.
+outcome, so this one writes nothing for it and counts it as taken over. A hook that wrote to
+the database (or registered on_commit callbacks) has its workunit marked at once, inside its
+savepoint, so that a lost claim undoes its effects alone. A hook may thus run more than once
+for a workunit (so too when a worker dies in a pass: what it had not committed is tried
+again after the lease) and must be idempotent; the default one is.
 """
 
 from __future__ import annotations
@@ -43,16 +49,19 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.utils.module_loading import import_string
 
+from apps.applications.models import App
 from apps.core import clock
+from apps.core.db import ModelColumns, any_of, array_literal, fetch_rows
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import AssimilateState, ErrorMask
@@ -69,6 +78,14 @@ RETRY_FIRST = timedelta(minutes=1)
 RETRY_MAX = timedelta(hours=1)
 ERROR_FRAMES = 5
 ERROR_MAX_CHARS = 4000
+READY = int(AssimilateState.READY)
+
+# The pass's statements are written by hand (apps.core.db): through the ORM, building them
+# and the model instances cost more than running them.
+_WORKUNIT = ModelColumns(Workunit, "w")
+_APP = ModelColumns(App, "a")
+_CANONICAL = ModelColumns(Result, "c")
+_RELATIONS = {name: Workunit._meta.get_field(name) for name in ("project", "app", "canonical_result")}
 
 
 def copy_outputs(workunit: Workunit, canonical_result: Result | None, output_paths: list[Path]) -> str:
@@ -117,6 +134,28 @@ def retry_delay(attempts: int) -> timedelta:
     return min(RETRY_FIRST * 2 ** min(max(attempts - 1, 0), 16), RETRY_MAX)
 
 
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    id: int
+    attempts: int  # the count this worker's claim set
+
+
+@dataclass(slots=True)
+class _Tally:
+    done: int = 0
+    failed: list[str] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+
+    def lose(self, wu_id: int) -> None:
+        logger.warning(
+            "assimilator: workunit %s was taken over by another assimilator (the hook outlasted its "
+            "%s lease); this pass recorded nothing",
+            wu_id,
+            CLAIM_LEASE,
+        )
+        self.lost.append(wu_id)
+
+
 def workunits_assimilate(
     *,
     project: Project,
@@ -130,31 +169,19 @@ def workunits_assimilate(
     now = now or clock.now()
     limit = limit or settings.COBBLESTONE_DAEMON_BATCH
     at = _pass_clock(now, monotonic)
-    done, failed, lost = 0, [], []
-    for wu_id, attempts in _due(project, now, limit):
-        claimed_at = at()
-        if not _claim(wu_id, attempts, claimed_at):
-            continue  # another assimilator has it
-        claim = attempts + 1
-        try:
-            held = workunit_assimilate(workunit_id=wu_id, now=claimed_at, attempts=claim)
-        except Exception as exc:
-            logger.exception("assimilator: workunit %s failed; retried later", wu_id)
-            held = _retry_later(wu_id, claim, at(), exc)
-            if held:
-                failed.append(f"{wu_id}: {type(exc).__name__}: {exc}")
-        else:
-            done += held
-        if not held:
-            logger.warning(
-                "assimilator: workunit %s was taken over by another assimilator (the hook "
-                "outlasted its %s lease); this pass recorded nothing",
-                wu_id,
-                CLAIM_LEASE,
-            )
-            lost.append(wu_id)
-    message = _pass_message(_waiting_count(project, at()), failed, lost)
-    return DaemonPass(items=done, errors=len(failed) + len(lost), message=message)
+    leased_at = at()
+    pending = _claim(project, leased_at, limit)
+    batch = _Batch(project, pending)
+    tally = _Tally()
+    while pending:
+        if at() != leased_at:
+            leased_at = at()
+            pending = _lease_renew(pending, leased_at)
+            continue
+        handled = _hand_over(batch, pending, leased_at, at, tally)
+        pending = pending[handled:]
+    message = _pass_message(_waiting_count(project, at()), tally.failed, tally.lost)
+    return DaemonPass(items=tally.done, errors=len(tally.failed) + len(tally.lost), message=message)
 
 
 def _pass_clock(now: datetime, monotonic: Callable[[], float]) -> Callable[[], datetime]:
@@ -181,49 +208,285 @@ def _pass_message(waiting: int, failed: list[str], lost: list[int]) -> str:
     return "; ".join(notes)
 
 
-def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, int]]:
-    """(id, attempts) of READY workunits to try now: due retries first, so a stream of new
-    workunits cannot put them off for ever, but at most half the pass while new ones wait;
-    then new ones in id order; then the rest of the due retries, if there is room.
+def _table(model: type[Any]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _db_time(value: datetime) -> object:
+    """A datetime as the ORM would send it (SQLite stores text)."""
+    return Workunit._meta.get_field("assimilate_retry_time").get_db_prep_save(value, connection)
+
+
+def _claim(project: Project, now: datetime, limit: int) -> list[_Claim]:
+    """Step 1: the claimed workunits, in the order they are to be handed over."""
+    with transaction.atomic():
+        ids = _due(project, now, limit)
+        if not ids:
+            return []
+        where, params = any_of("id", ids, "bigint")
+        rows = fetch_rows(
+            f"UPDATE {_table(Workunit)} SET assimilate_attempts = assimilate_attempts + 1, "
+            f"assimilate_retry_time = %s WHERE {where} AND assimilate_state = %s "
+            "RETURNING id, assimilate_attempts",
+            [_db_time(now + CLAIM_LEASE), *params, READY],
+        )
+    attempts = dict(rows)
+    return [_Claim(wu_id, attempts[wu_id]) for wu_id in ids if wu_id in attempts]
+
+
+def _due(project: Project, now: datetime, limit: int) -> list[int]:
+    """Ids of READY workunits to try now: due retries first, so a stream of new workunits
+    cannot put them off for ever, but at most half the pass while new ones wait; then new
+    ones in id order; then the rest of the due retries, if there is room.
 
     Each read is one range of wu_assimilate_ready, already in order. The new ones are ordered
     by retry time too (all empty): PostgreSQL does not take ``IS NULL`` as fixing the column,
     so ``ORDER BY id`` alone would sort every READY row of the project."""
-    ready = Workunit.objects.filter(project=project, assimilate_state=AssimilateState.READY).order_by(
-        "assimilate_retry_time", "id"
-    )
-    columns = ("id", "assimilate_attempts")
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    select = f"SELECT id FROM {_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s AND "
+    order = f" ORDER BY assimilate_retry_time, id LIMIT %s{lock}"
+    retries = [
+        row[0]
+        for row in fetch_rows(
+            f"{select}assimilate_retry_time <= %s{order}", [project.id, READY, _db_time(now), limit]
+        )
+    ]
     # Retries take at most half a pass while new work waits: a hook that fails slowly
     # (a timeout) must not fill every pass and keep the others from being assimilated.
-    retries = list(ready.filter(assimilate_retry_time__lte=now).values_list(*columns)[:limit])
     share = max(limit // 2, 1)
-    rows = retries[:share]
-    rows += ready.filter(assimilate_retry_time__isnull=True).values_list(*columns)[: limit - len(rows)]
-    return rows + retries[share : share + limit - len(rows)]
-
-
-def _claim(wu_id: int, attempts: int, now: datetime) -> bool:
-    """Count the attempt and lease the workunit from ``now``, the claim's time, if it is still
-    READY, due, and no other worker counted an attempt since it was read (the row count says
-    whether this one won). The count it sets is the claim: the pass's later writes need it."""
-    claimed = (
-        Workunit.objects.filter(
-            id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
+    ids = retries[:share]
+    if len(ids) < limit:
+        rows = fetch_rows(
+            f"{select}assimilate_retry_time IS NULL{order}", [project.id, READY, limit - len(ids)]
         )
-        .filter(Q(assimilate_retry_time__isnull=True) | Q(assimilate_retry_time__lte=now))
-        .update(assimilate_attempts=attempts + 1, assimilate_retry_time=now + CLAIM_LEASE)
-    )
-    return bool(claimed)
+        ids += [row[0] for row in rows]
+    return ids + retries[share : share + limit - len(ids)]
 
 
-def _retry_later(wu_id: int, attempts: int, now: datetime, exc: Exception) -> bool:
-    """Record the hook's failure for the admin and back off from ``now``, the failure's time;
-    False if another worker has claimed the workunit since (the lease ran out in the hook)."""
-    return bool(
-        Workunit.objects.filter(
-            id=wu_id, assimilate_state=AssimilateState.READY, assimilate_attempts=attempts
-        ).update(assimilate_retry_time=now + retry_delay(attempts), assimilate_error=_error_text(exc))
+class _Batch:
+    """Step 2: the claimed workunits, each with its project, app and canonical result cached
+    as ``select_related`` would, and the canonical results' uploaded outputs."""
+
+    def __init__(self, project: Project, claims: Sequence[_Claim]) -> None:
+        self.project = project
+        self.workunits: dict[int, Workunit] = {}
+        self.outputs: dict[int, list[tuple[str, bool]]] = {}
+        self._hooks: dict[str, AssimilateHook] = {}
+        if not claims:
+            return
+        where, params = any_of("w.id", [c.id for c in claims], "bigint")
+        rows = fetch_rows(
+            f"SELECT {_WORKUNIT.sql()}, {_APP.sql()}, {_CANONICAL.sql()} FROM {_table(Workunit)} w "
+            f"JOIN {_table(App)} a ON a.id = w.app_id "
+            f"LEFT JOIN {_table(Result)} c ON c.id = w.canonical_result_id WHERE {where}",
+            params,
+        )
+        conn = connections[DEFAULT_DB_ALIAS]
+        apps: dict[int, App] = {}
+        for row in rows:
+            wu = _WORKUNIT.build(row, 0, conn)
+            app = apps.get(wu.app_id)
+            if app is None:
+                app = apps[wu.app_id] = _APP.build(row, _WORKUNIT.width, conn)
+            canonical = None
+            if row[_WORKUNIT.width + _APP.width] is not None:
+                canonical = _CANONICAL.build(row, _WORKUNIT.width + _APP.width, conn)
+            for name, value in (("project", project), ("app", app), ("canonical_result", canonical)):
+                _RELATIONS[name].set_cached_value(wu, value)
+            self.workunits[wu.id] = wu
+        results = [wu.canonical_result_id for wu in self.workunits.values() if wu.canonical_result_id]
+        if results:
+            where, params = any_of("result_id", results, "bigint")
+            for result_id, name, optional in fetch_rows(
+                f"SELECT result_id, name, optional FROM {_table(OutputFile)} "
+                f"WHERE {where} AND upload = %s ORDER BY result_id, ordinal, id",
+                [*params, True],
+            ):
+                self.outputs.setdefault(result_id, []).append((name, bool(optional)))
+
+    def hook(self, app: App) -> AssimilateHook:
+        found = self._hooks.get(app.assimilator)
+        if found is None:
+            found = self._hooks[app.assimilator] = assimilate_hook_for(app.assimilator)
+        return found
+
+    def output_paths(self, wu: Workunit) -> list[Path]:
+        """The canonical result's uploaded outputs; optional ones the client did not send are
+        left out."""
+        if wu.canonical_result_id is None:
+            return []
+        upload_dir = self.project.upload_dir
+        paths = []
+        for name, optional in self.outputs.get(wu.canonical_result_id, ()):
+            path = upload_dir / name
+            if optional and not path.exists():
+                continue
+            paths.append(path)
+        return paths
+
+
+class _ClaimLost(Exception):
+    """Another worker claimed the workunit while this one was in the hook."""
+
+
+class _HookRun:
+    """What one hook call did in the batch's transaction, to keep or drop with its outcome.
+
+    As an execute wrapper around the hook it opens a savepoint (``transaction.atomic``) just
+    before the hook's first statement, so a hook that never touches the database, as the
+    default one, costs no statement. It also notes the on_commit callbacks the hook
+    registers (a task to enqueue...), which a failure or a lost claim drops, as rolling
+    back a transaction of its own would."""
+
+    __slots__ = ("atomic", "callbacks")
+
+    def __init__(self) -> None:
+        self.atomic: Any = None
+        self.callbacks = len(connection.run_on_commit)
+
+    def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        if self.atomic is None:
+            self.atomic = transaction.atomic()
+            self.atomic.__enter__()  # its own SAVEPOINT passes through here with atomic set
+        return execute(sql, params, many, context)
+
+    @property
+    def wrote(self) -> bool:
+        return self.atomic is not None or len(connection.run_on_commit) > self.callbacks
+
+    def close(self, exc: BaseException | None) -> None:
+        """Keep what the hook did, or with ``exc`` undo it."""
+        atomic, self.atomic = self.atomic, None
+        if atomic is not None:
+            atomic.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
+        if exc is not None:
+            del connection.run_on_commit[self.callbacks :]
+
+
+def _hand_over(
+    batch: _Batch, pending: list[_Claim], leased_at: datetime, at: Callable[[], datetime], tally: _Tally
+) -> int:
+    """Steps 3-4 for the pending workunits until the pass clock moves on; how many it took."""
+    done: list[tuple[_Claim, str]] = []
+    failures: list[tuple[_Claim, datetime, Exception]] = []
+    handled = 0
+    with transaction.atomic():
+        for claim in pending:
+            if handled and at() != leased_at:
+                break
+            handled += 1
+            wu = batch.workunits.get(claim.id)
+            if wu is None or wu.assimilate_state != READY or wu.assimilate_attempts != claim.attempts:
+                tally.lose(claim.id)  # gone, or claimed again, between the claim and the read
+                continue
+            run = _HookRun()
+            try:
+                with connection.execute_wrapper(run):
+                    path = batch.hook(wu.app)(wu, wu.canonical_result, batch.output_paths(wu))
+                path = str(path or "")[:500]
+                wrote = run.wrote
+                if wrote and not _mark_done([(claim, path)], leased_at):
+                    raise _ClaimLost
+            except _ClaimLost as exc:
+                run.close(exc)
+                tally.lose(claim.id)
+            except Exception as exc:
+                run.close(exc)
+                logger.exception("assimilator: workunit %s failed; retried later", claim.id)
+                failures.append((claim, at(), exc))
+            except BaseException as exc:
+                run.close(exc)
+                raise
+            else:
+                run.close(None)
+                if wrote:
+                    tally.done += 1
+                else:
+                    done.append((claim, path))
+        _record(done, failures, leased_at, tally)
+    return handled
+
+
+def _record(
+    done: list[tuple[_Claim, str]],
+    failures: list[tuple[_Claim, datetime, Exception]],
+    leased_at: datetime,
+    tally: _Tally,
+) -> None:
+    """Step 4's two writes, each only where this worker's claim holds."""
+    marked = _mark_done(done, leased_at) if done else set()
+    for claim, _path in done:
+        if claim.id in marked:
+            tally.done += 1
+        else:
+            tally.lose(claim.id)
+    if not failures:
+        return
+    held = _mark_failed(failures)
+    for claim, _when, exc in failures:
+        if claim.id in held:
+            tally.failed.append(f"{claim.id}: {type(exc).__name__}: {exc}")
+        else:
+            tally.lose(claim.id)
+
+
+def _values(rows: Sequence[Sequence[Any]], types: Sequence[str]) -> tuple[str, list[Any]]:
+    """``rows`` as a table for ``WITH v (...) AS (here)``: on PostgreSQL one array per column
+    through unnest, so the statement has one shape whatever the number of rows and is
+    prepared once; elsewhere a VALUES list."""
+    if connection.vendor == "postgresql":
+        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        return f"SELECT * FROM unnest({arrays})", [array_literal(col) for col in zip(*rows, strict=True)]
+    row = "(" + ", ".join(["%s"] * len(types)) + ")"
+    return "VALUES " + ", ".join([row] * len(rows)), [value for r in rows for value in r]
+
+
+def _write_claimed(
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    sets: str,
+    params: Sequence[Any],
+) -> set[int]:
+    """``UPDATE … SET sets`` of the workunits in ``v (wu, claim, *columns)`` whose claim this
+    worker still holds (READY, with the attempt count its claim set); their ids. ``params``
+    are those of ``sets``."""
+    source, source_params = _values(rows, ("bigint", "integer", *types))
+    sql = (
+        f"WITH v (wu, claim, {', '.join(columns)}) AS ({source}) UPDATE {_table(Workunit)} AS w SET {sets} "
+        "FROM v WHERE w.id = v.wu AND w.assimilate_attempts = v.claim AND w.assimilate_state = %s "
+        "RETURNING id"  # unqualified: SQLite's RETURNING sees only the table written
     )
+    return {row[0] for row in fetch_rows(sql, [*source_params, *params, READY])}
+
+
+def _mark_done(done: Sequence[tuple[_Claim, str]], leased_at: datetime) -> set[int]:
+    sets = (
+        "assimilate_state = %s, assimilated_path = v.path, assimilate_retry_time = NULL, "
+        "assimilate_error = %s, transition_time = %s"
+    )
+    rows = [(c.id, c.attempts, path) for c, path in done]
+    return _write_claimed(
+        ["path"], ["text"], rows, sets, [int(AssimilateState.DONE), "", _db_time(leased_at)]
+    )
+
+
+def _mark_failed(failures: Sequence[tuple[_Claim, datetime, Exception]]) -> set[int]:
+    """The error for the admin, and a back-off from each failure's time."""
+    rows = [
+        (c.id, c.attempts, _db_time(when + retry_delay(c.attempts)), _error_text(exc))
+        for c, when, exc in failures
+    ]
+    sets = "assimilate_retry_time = v.retry, assimilate_error = v.error"
+    return _write_claimed(["retry", "error"], ["timestamptz", "text"], rows, sets, [])
+
+
+def _lease_renew(pending: list[_Claim], now: datetime) -> list[_Claim]:
+    """A new lease from ``now`` for the workunits not yet handed over, and those of them this
+    worker still holds (one whose lease ran out may have gone to another worker)."""
+    rows = [(c.id, c.attempts, _db_time(now + CLAIM_LEASE)) for c in pending]
+    held = _write_claimed(["lease"], ["timestamptz"], rows, "assimilate_retry_time = v.lease", [])
+    return [c for c in pending if c.id in held]
 
 
 def _error_text(exc: Exception) -> str:
@@ -234,54 +497,29 @@ def _error_text(exc: Exception) -> str:
 
 def _waiting_count(project: Project, now: datetime) -> int:
     """READY workunits backing off after a failed hook (or leased by a worker running it)."""
-    return Workunit.objects.filter(
-        project=project, assimilate_state=AssimilateState.READY, assimilate_retry_time__gt=now
-    ).count()
-
-
-class _ClaimLost(Exception):
-    """Another worker claimed the workunit while this one was in the hook."""
+    rows = fetch_rows(
+        f"SELECT count(*) FROM {_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s "
+        "AND assimilate_retry_time > %s",
+        [project.id, READY, _db_time(now)],
+    )
+    return int(rows[0][0])
 
 
 def workunit_assimilate(*, workunit_id: int, now: datetime, attempts: int | None = None) -> bool:
-    """Call the hook of a workunit this worker has claimed and mark it DONE, in one
-    transaction; False if it is no longer READY or, given the ``attempts`` this worker's claim
-    set, another worker has claimed it since. A hook's exception is raised."""
-    mine = Q(id=workunit_id, assimilate_state=AssimilateState.READY)
-    if attempts is not None:
-        mine &= Q(assimilate_attempts=attempts)
+    """Call the hook of one READY workunit and mark it DONE, in one transaction; False if it
+    is not READY or, given the ``attempts`` a claim set, another worker has claimed it
+    since. A hook's exception is raised."""
+    found = Workunit.objects.filter(id=workunit_id, assimilate_state=READY).select_related("project").first()
+    if found is None or (attempts is not None and found.assimilate_attempts != attempts):
+        return False
+    claim = _Claim(found.id, found.assimilate_attempts)
+    batch = _Batch(found.project, [claim])
+    wu = batch.workunits[claim.id]
     try:
         with transaction.atomic():
-            wu = Workunit.objects.filter(mine).select_related("project", "app", "canonical_result").first()
-            if wu is None:
-                return False
-            canonical = wu.canonical_result
-            paths = _output_paths(wu.project, canonical)
-            path = assimilate_hook_for(wu.app.assimilator)(wu, canonical, paths)
-            marked = Workunit.objects.filter(mine).update(
-                assimilate_state=AssimilateState.DONE,
-                assimilated_path=str(path or "")[:500],
-                assimilate_retry_time=None,
-                assimilate_error="",
-                transition_time=now,
-            )
-            if not marked:
-                # The new holder runs the hook again and records its outcome: what this
-                # run's hook wrote in the transaction goes, so it is not recorded twice.
-                raise _ClaimLost
+            path = batch.hook(wu.app)(wu, wu.canonical_result, batch.output_paths(wu))
+            if not _mark_done([(claim, str(path or "")[:500])], now):
+                raise _ClaimLost  # what the hook wrote in the transaction goes
     except _ClaimLost:
         return False
     return True
-
-
-def _output_paths(project: Project, canonical: Result | None) -> list[Path]:
-    """The canonical result's uploaded outputs; optional ones the client did not send are left out."""
-    if canonical is None:
-        return []
-    paths = []
-    for f in OutputFile.objects.filter(result=canonical, upload=True).order_by("ordinal"):
-        path = project.upload_dir / f.name
-        if f.optional and not path.exists():
-            continue
-        paths.append(path)
-    return paths

@@ -1,14 +1,17 @@
 """The file deleter (BOINC sched/file_deleter.cpp): remove files nothing needs any more.
 
 The transitioner marks a workunit's and its results' files READY once the workunit is
-assimilated and every result is over and checked. One pass:
+assimilated and every result is over and checked. One pass, each step one transaction over
+a batch whose rows it locks (``SKIP LOCKED`` on PostgreSQL, so several deleters take
+different rows), reading each table once and writing it once per state it sets:
 
-1. Workunits READY (up to ``limit``), each in a transaction with the row locked: its input
-   files are deleted from the download area unless another workunit that is not finished
-   with its files uses them (that one deletes them later), the file is marked no_delete, or
-   it is a sticky locality file still in the working set (LocalityFile.in_working_set;
-   kept and marked READY for step 3). A workunit named ``*nodelete*`` keeps its files, as
-   in BOINC. The workunit becomes DONE, or ERROR if a file could not be removed.
+1. Workunits READY (up to ``limit``) and the input files they use, locked in id order.
+   Then in workunit id order, as one workunit after the other would: an input file is
+   deleted from the download area unless another workunit that is not finished with its
+   files uses it (the last of them deletes it), the file is marked no_delete, or it is a
+   sticky locality file still in the working set (LocalityFile.in_working_set; kept and
+   marked READY for step 3). A workunit named ``*nodelete*`` keeps its files, as in BOINC.
+   The workunit becomes DONE, or ERROR if a file could not be removed.
 2. Results READY (up to 3 × ``limit``, BOINC's ratio for about threefold replication): their
    uploaded output files, and any upload left unfinished (.NAME.part), are deleted from the
    upload area (a result that timed out unreported too: its output-file rows exist from its
@@ -21,14 +24,17 @@ Deleting a file that is already gone counts as done, so an interrupted pass is s
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.apps import apps as django_apps
 from django.conf import settings
 from django.db import connection, transaction
 
 from apps.core import clock
+from apps.core.db import any_of, execute, fetch_rows
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.protocol.filenames import partial_upload_name
@@ -37,91 +43,135 @@ from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFi
 
 logger = logging.getLogger(__name__)
 
-_FINISHED = (FileDeleteState.DONE, FileDeleteState.ERROR)
+INIT, READY, DONE, ERROR = (
+    int(FileDeleteState.INIT),
+    int(FileDeleteState.READY),
+    int(FileDeleteState.DONE),
+    int(FileDeleteState.ERROR),
+)
 
 
 def files_delete(*, project: Project, now: datetime | None = None, limit: int | None = None) -> DaemonPass:
     """One file-deleter pass (steps in the module doc)."""
     now = now or clock.now()
     limit = limit or settings.COBBLESTONE_DAEMON_BATCH
-    wu_ids = list(
-        Workunit.objects.filter(project=project, file_delete_state=FileDeleteState.READY)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    items = errors = 0
-    for wu_id in wu_ids:
-        state = workunit_files_delete(workunit_id=wu_id)
-        items += state is not None
-        errors += state == FileDeleteState.ERROR
-    result_ids = list(
-        Result.objects.filter(project=project, file_delete_state=FileDeleteState.READY)
-        .order_by("id")
-        .values_list("id", flat=True)[: 3 * limit]
-    )
-    for result_id in result_ids:
-        state = result_files_delete(project=project, result_id=result_id)
-        items += state is not None
-        errors += state == FileDeleteState.ERROR
-    items += _deferred_input_files_delete(project, limit)
-    return DaemonPass(items=items, errors=errors)
+    states = _workunits_files_delete(project, limit) + _results_files_delete(project, 3 * limit)
+    items = len(states) + _deferred_input_files_delete(project, limit)
+    return DaemonPass(items=items, errors=states.count(ERROR))
 
 
-def _lock(query):  # type: ignore[no-untyped-def]
-    if connection.features.has_select_for_update_skip_locked:
-        return query.select_for_update(skip_locked=True, of=("self",))
-    return query
+def _table(model: type[Any]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
 
 
-def workunit_files_delete(*, workunit_id: int) -> FileDeleteState | None:
-    """Delete one READY workunit's input files; the new state, or None if not READY (any more)."""
-    with transaction.atomic():
-        wu = _lock(Workunit.objects.filter(id=workunit_id, file_delete_state=FileDeleteState.READY)).first()
-        if wu is None:
-            return None
-        state = FileDeleteState.DONE
-        if "nodelete" not in wu.name:
-            file_ids = WorkunitFileRef.objects.filter(workunit=wu).values_list("file_id", flat=True)
-            # Locked in id order: two deleters finishing the last two users of a file decide in
-            # turn, so the second sees the first finished and deletes it.
-            for f in InputFile.objects.select_for_update().filter(id__in=list(file_ids)).order_by("id"):
-                if not _input_file_settle(f, exclude_workunit=wu.id):
-                    state = FileDeleteState.ERROR
-        Workunit.objects.filter(id=wu.id).update(file_delete_state=state)
-    return state
+def _skip_locked() -> str:
+    return " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
 
 
-def _input_file_settle(f: InputFile, *, exclude_workunit: int | None) -> bool:
-    """Delete ``f`` if nothing needs it, keep it otherwise; False if deleting failed."""
-    if f.no_delete or f.file_delete_state == FileDeleteState.DONE:
-        return True
-    users = WorkunitFileRef.objects.filter(file=f).exclude(workunit__file_delete_state__in=_FINISHED)
-    if exclude_workunit is not None:
-        users = users.exclude(workunit_id=exclude_workunit)
-    if users.exists():
-        # A workunit still using it deletes it when it finishes.
-        if f.file_delete_state == FileDeleteState.READY:
-            InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.INIT)
-        return True
-    if f.sticky and _in_working_set(f):
-        if f.file_delete_state != FileDeleteState.READY:
-            InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.READY)
-        return True
-    ok = _unlink(f.project.download_dir / f.name) and (
-        not f.gzip or _unlink(f.project.download_dir / f"{f.name}.gz")
-    )
-    InputFile.objects.filter(id=f.id).update(
-        file_delete_state=FileDeleteState.DONE if ok else FileDeleteState.ERROR
-    )
-    return ok
+@dataclass(slots=True)
+class _File:
+    id: int
+    name: str
+    sticky: bool
+    no_delete: bool
+    gzip: bool
+    state: int
 
 
-def _in_working_set(f: InputFile) -> bool:
-    # Looked up by name through the app registry: locality sits above work in the layers.
-    locality_file = django_apps.get_model("locality", "LocalityFile")
-    return bool(
-        locality_file.objects.filter(project_id=f.project_id, name=f.name, in_working_set=True).exists()
-    )
+class _InputFiles:
+    """Input files decided in one transaction: locked in id order (a creator reusing one
+    waits, then sees whether it went), with whether a workunit not finished with its files
+    still uses them and whether the locality working set holds them. Two deleters finishing
+    the last two users of a file decide in turn, so the second sees the first finished and
+    deletes it.
+
+    ``batch``: the users of each file among the workunits step 1 is finishing, which the
+    decisions follow one after the other; any other unfinished user keeps a file."""
+
+    def __init__(
+        self, project: Project, where: str, params: list[Any], tail: str, batch: dict[int, set[int]]
+    ) -> None:
+        self.download_dir = project.download_dir
+        self.batch = batch
+        rows = fetch_rows(
+            f"SELECT id, name, sticky, no_delete, gzip, file_delete_state FROM {_table(InputFile)} "
+            f"WHERE {where} ORDER BY id{tail}",
+            params,
+        )
+        self.files = {
+            row[0]: _File(row[0], row[1], bool(row[2]), bool(row[3]), bool(row[4]), row[5]) for row in rows
+        }
+        self.changed: dict[int, int] = {}
+        self.used_elsewhere: set[int] = set()
+        self.working_set: set[str] = set()
+        open_ = [f for f in self.files.values() if not f.no_delete and f.state != DONE]
+        if open_:
+            self.used_elsewhere = self._used_elsewhere([f.id for f in open_])
+        sticky = [f.name for f in open_ if f.sticky]
+        if sticky:
+            # By name through the app registry: locality sits above work in the layers.
+            locality = django_apps.get_model("locality", "LocalityFile")
+            where, params = any_of("name", sticky, "text")
+            rows = fetch_rows(
+                f"SELECT name FROM {_table(locality)} WHERE project_id = %s AND in_working_set = %s AND {where}",
+                [project.id, True, *params],
+            )
+            self.working_set = {row[0] for row in rows}
+
+    def _used_elsewhere(self, file_ids: list[int]) -> set[int]:
+        """Those of the files a workunit outside the batch, not finished with its files, uses.
+        EXISTS stops at the first: a locality file may have thousands of users."""
+        where, params = any_of("f.id", file_ids, "bigint")
+        outside, outside_params = "", []
+        if self.batch:
+            outside, outside_params = any_of(
+                "r.workunit_id", sorted(set().union(*self.batch.values())), "bigint"
+            )
+            outside = f" AND NOT ({outside})"
+        rows = fetch_rows(
+            f"SELECT f.id FROM {_table(InputFile)} f WHERE {where} AND EXISTS (SELECT 1 FROM "
+            f"{_table(WorkunitFileRef)} r JOIN {_table(Workunit)} w ON w.id = r.workunit_id "
+            f"WHERE r.file_id = f.id AND w.file_delete_state NOT IN (%s, %s){outside})",
+            [*params, DONE, ERROR, *outside_params],
+        )
+        return {row[0] for row in rows}
+
+    def settle(self, f: _File, *, exclude: int | None, finished: set[int]) -> bool:
+        """Delete ``f`` if nothing needs it, keep it otherwise; False if deleting failed.
+        ``finished``: workunits of the batch already through, ``exclude`` the current one."""
+        if f.no_delete or f.state == DONE:
+            return True
+        batch_users = (w for w in self.batch.get(f.id, ()) if w != exclude and w not in finished)
+        if f.id in self.used_elsewhere or any(batch_users):
+            # A workunit still using it deletes it when it finishes.
+            if f.state == READY:
+                self._set(f, INIT)
+            return True
+        if f.sticky and f.name in self.working_set:
+            if f.state != READY:
+                self._set(f, READY)
+            return True
+        ok = _unlink(self.download_dir / f.name) and (
+            not f.gzip or _unlink(self.download_dir / f"{f.name}.gz")
+        )
+        self._set(f, DONE if ok else ERROR)
+        return ok
+
+    def _set(self, f: _File, state: int) -> None:
+        f.state = self.changed[f.id] = state
+
+    def write(self) -> None:
+        _states_write(InputFile, self.changed)
+
+
+def _states_write(model: type[Any], states: dict[int, int]) -> None:
+    """Each row's new file_delete_state: one UPDATE per state set (nearly always DONE alone)."""
+    by_state: dict[int, list[int]] = {}
+    for row_id, state in states.items():
+        by_state.setdefault(state, []).append(row_id)
+    for state, ids in by_state.items():
+        where, params = any_of("id", ids, "bigint")
+        execute(f"UPDATE {_table(model)} SET file_delete_state = %s WHERE {where}", [state, *params])
 
 
 def _unlink(path: Path) -> bool:
@@ -133,32 +183,87 @@ def _unlink(path: Path) -> bool:
     return True
 
 
-def result_files_delete(*, project: Project, result_id: int) -> FileDeleteState | None:
-    """Delete one READY result's uploaded outputs, and any upload the client left unfinished;
-    the new state, or None if not READY."""
-    names = OutputFile.objects.filter(result_id=result_id, upload=True).values_list("name", flat=True)
-    paths = [project.upload_dir / n for name in names for n in (name, partial_upload_name(name))]
-    ok = all([_unlink(path) for path in paths])
-    state = FileDeleteState.DONE if ok else FileDeleteState.ERROR
-    updated = Result.objects.filter(id=result_id, file_delete_state=FileDeleteState.READY).update(
-        file_delete_state=state
-    )
-    return state if updated else None
+def _workunits_files_delete(project: Project, limit: int) -> list[int]:
+    """Step 1; the states the workunits got."""
+    with transaction.atomic():
+        rows = fetch_rows(
+            f"SELECT id, name FROM {_table(Workunit)} WHERE project_id = %s AND file_delete_state = %s "
+            f"ORDER BY id LIMIT %s{_skip_locked()}",
+            [project.id, READY, limit],
+        )
+        if not rows:
+            return []
+        where, params = any_of("workunit_id", [wu_id for wu_id, _name in rows], "bigint")
+        users: dict[int, set[int]] = {}  # file -> the batch's workunits using it
+        for wu_id, file_id in fetch_rows(
+            f"SELECT workunit_id, file_id FROM {_table(WorkunitFileRef)} WHERE {where}", params
+        ):
+            users.setdefault(file_id, set()).add(wu_id)
+        # A workunit named *nodelete* keeps its files (but uses them until it is through).
+        deleting = {wu_id for wu_id, name in rows if "nodelete" not in name}
+        uses: dict[int, list[int]] = {}
+        for file_id in sorted(users):
+            for wu_id in users[file_id] & deleting:
+                uses.setdefault(wu_id, []).append(file_id)
+        states = dict.fromkeys((wu_id for wu_id, _name in rows), DONE)
+        if uses:
+            where, params = any_of("id", sorted(set().union(*uses.values())), "bigint")
+            lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+            files = _InputFiles(project, where, params, lock, users)
+            finished: set[int] = set()
+            for wu_id, _name in rows:
+                ok = [
+                    files.settle(files.files[i], exclude=wu_id, finished=finished)
+                    for i in uses.get(wu_id, ())
+                ]
+                states[wu_id] = DONE if all(ok) else ERROR
+                finished.add(wu_id)
+            files.write()
+        _states_write(Workunit, states)
+    return list(states.values())
+
+
+def _results_files_delete(project: Project, limit: int) -> list[int]:
+    """Step 2; the states the results got."""
+    with transaction.atomic():
+        ids = [
+            row[0]
+            for row in fetch_rows(
+                f"SELECT id FROM {_table(Result)} WHERE project_id = %s AND file_delete_state = %s "
+                f"ORDER BY id LIMIT %s{_skip_locked()}",
+                [project.id, READY, limit],
+            )
+        ]
+        if not ids:
+            return []
+        where, params = any_of("result_id", ids, "bigint")
+        names: dict[int, list[str]] = {}
+        for result_id, name in fetch_rows(
+            f"SELECT result_id, name FROM {_table(OutputFile)} WHERE {where} AND upload = %s", [*params, True]
+        ):
+            names.setdefault(result_id, []).append(name)
+        upload_dir = project.upload_dir
+        states = {}
+        for result_id in ids:
+            paths = [
+                upload_dir / n for name in names.get(result_id, ()) for n in (name, partial_upload_name(name))
+            ]
+            states[result_id] = DONE if all([_unlink(path) for path in paths]) else ERROR
+        _states_write(Result, states)
+    return list(states.values())
 
 
 def _deferred_input_files_delete(project: Project, limit: int) -> int:
-    ids = list(
-        InputFile.objects.filter(project=project, file_delete_state=FileDeleteState.READY)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    deleted = 0
-    for file_id in ids:
-        with transaction.atomic():
-            f = _lock(InputFile.objects.filter(id=file_id, file_delete_state=FileDeleteState.READY)).first()
-            if f is None:
-                continue
-            _input_file_settle(f, exclude_workunit=None)
-            f.refresh_from_db(fields=["file_delete_state"])
-            deleted += f.file_delete_state != FileDeleteState.READY
-    return deleted
+    """Step 3; how many files left READY (deleted, or needed again)."""
+    with transaction.atomic():
+        files = _InputFiles(
+            project,
+            "project_id = %s AND file_delete_state = %s",
+            [project.id, READY, limit],
+            f" LIMIT %s{_skip_locked()}",
+            {},
+        )
+        for f in files.files.values():
+            files.settle(f, exclude=None, finished=set())
+        files.write()
+    return sum(f.state != READY for f in files.files.values())

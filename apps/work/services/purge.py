@@ -3,13 +3,16 @@
 A workunit is purged when its files are deleted (file_delete_state DONE), its last report
 is at least ``min_age_days`` old (Project.purge_min_age_days; the ``run_daemons
 --purge-min-age-days`` option overrides it) and, for a work-sequence step, its sequence has
-ended. One pass, holding a per-project lock so a single purger writes the archive:
+ended. One pass, holding a per-project lock so a single purger writes the archive, in one
+transaction:
 
-1. Pick up to ``chunk`` such workunits, lock them (``SKIP LOCKED`` on PostgreSQL).
-2. Append one JSON line per workunit, with its results, to the day's archive file and sync it.
-3. Delete the workunits (their results, output-file rows and input-file references go too)
-   in the same transaction; repeat until ``limit`` workunits or nothing is left.
-4. Drop input-file rows whose files are deleted and that no workunit references, and
+1. Pick up to ``limit`` such workunits in id order, locked (``SKIP LOCKED`` on PostgreSQL).
+2. Read their input files, results and the results' output files, one query each.
+3. Append one JSON line per workunit, with its results, to the day's archive file and sync it.
+4. Delete the workunits, their results, output-file rows and input-file references, one
+   statement per table (the links to them that their foreign keys set to null on delete,
+   such as a work sequence's head, first).
+5. Drop input-file rows whose files are deleted and that no workunit references, and
    DaemonRun records older than ``DAEMON_RUN_KEEP``.
 
 Archive format: ``<archive_dir>/purged_YYYY-MM-DD.jsonl.gz`` (UTC day of the purge), a gzip
@@ -28,6 +31,7 @@ keep the last line per workunit id.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -36,18 +40,23 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Model, Q
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 
 from apps.core import clock
+from apps.core.db import ModelColumns, any_of, execute, fetch_rows
 from apps.projects.models import DaemonRun, Project
 from apps.projects.services import DaemonPass, daemon_lock
 from apps.work.domain.states import FileDeleteState, SequenceState
-from apps.work.models import InputFile, Workunit
+from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 
 ARCHIVE_FORMAT = 1
-CHUNK = 100
 DAEMON_RUN_KEEP = timedelta(days=30)
+DONE = int(FileDeleteState.DONE)
+
+# Hand-written statements (apps.core.db): through the ORM, the prefetches, the model
+# instances and the delete collector cost several times the SQL.
+_WORKUNIT = ModelColumns(Workunit, "w")
+_RESULT = ModelColumns(Result, "r")
 
 
 def workunits_purge(
@@ -65,41 +74,48 @@ def workunits_purge(
     with daemon_lock(f"work.purge:{project.pk}") as held:
         if not held:
             return DaemonPass(message="skipped: another purge pass is running")
-        purged = 0
-        while purged < limit:
-            n = _purge_chunk(project, cutoff, now, min(CHUNK, limit - purged))
-            if not n:
-                break
-            purged += n
+        with transaction.atomic():
+            wus = _purgeable_lock(project, cutoff, limit)
+            if wus:
+                archive_append(archive_path(project, now.date()), _records(wus, now))
+                _workunits_delete([wu.id for wu in wus])
         orphans = _orphan_input_files_delete(project)
         DaemonRun.objects.filter(project=project, started__lt=now - DAEMON_RUN_KEEP).delete()
-    return DaemonPass(items=purged + orphans, message=f"{purged} workunits archived")
+    return DaemonPass(items=len(wus) + orphans, message=f"{len(wus)} workunits archived")
 
 
-def purgeable_workunits(project: Project, cutoff: datetime) -> Any:
-    return (
-        Workunit.objects.filter(
-            project=project, file_delete_state=FileDeleteState.DONE, create_time__lte=cutoff
-        )
-        .filter(Q(sequence__isnull=True) | Q(sequence__state__in=[SequenceState.ENDED, SequenceState.ERROR]))
-        .exclude(results__received_time__gt=cutoff)
+def _table(model: type[Any]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _db_time(value: datetime) -> object:
+    """A datetime as the ORM would send it (SQLite stores text)."""
+    return Workunit._meta.get_field("create_time").get_db_prep_save(value, connection)
+
+
+def _purgeable_lock(project: Project, cutoff: datetime, limit: int) -> list[Workunit]:
+    """Step 1: the workunits to purge, every column, in id order."""
+    sequences = Workunit._meta.get_field("sequence").related_model
+    lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    rows = fetch_rows(
+        f"SELECT {_WORKUNIT.sql()} FROM {_table(Workunit)} w "
+        f"LEFT JOIN {_table(sequences)} s ON s.id = w.sequence_id "
+        "WHERE w.project_id = %s AND w.file_delete_state = %s AND w.create_time <= %s "
+        "AND (w.sequence_id IS NULL OR s.state IN (%s, %s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s) "
+        f"ORDER BY w.id LIMIT %s{lock}",
+        [
+            project.id,
+            DONE,
+            _db_time(cutoff),
+            int(SequenceState.ENDED),
+            int(SequenceState.ERROR),
+            _db_time(cutoff),
+            limit,
+        ],
     )
-
-
-def _purge_chunk(project: Project, cutoff: datetime, now: datetime, n: int) -> int:
-    ids = list(purgeable_workunits(project, cutoff).order_by("id").values_list("id", flat=True)[:n])
-    if not ids:
-        return 0
-    with transaction.atomic():
-        query = Workunit.objects.filter(id__in=ids, file_delete_state=FileDeleteState.DONE)
-        if connection.features.has_select_for_update_skip_locked:
-            query = query.select_for_update(skip_locked=True, of=("self",))
-        wus = list(query.order_by("id").prefetch_related("results__output_files", "file_refs__file"))
-        if not wus:
-            return 0
-        archive_append(archive_path(project, now.date()), [workunit_record(wu, now) for wu in wus])
-        Workunit.objects.filter(id__in=[wu.id for wu in wus]).delete()
-    return len(wus)
+    conn = connections[DEFAULT_DB_ALIAS]
+    return [_WORKUNIT.build(row, 0, conn) for row in rows]
 
 
 def archive_path(project: Project, day: date) -> Path:
@@ -123,46 +139,127 @@ def archive_read(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def _columns(row: Model) -> dict[str, Any]:
-    return {f.attname: _json_value(getattr(row, f.attname)) for f in row._meta.concrete_fields}
+@functools.cache
+def _dated(model: type[models.Model]) -> tuple[str, ...]:
+    """The date and time columns, which the archive writes in ISO 8601."""
+    return tuple(f.attname for f in model._meta.concrete_fields if isinstance(f, models.DateField))
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    return value
+def _columns(row: models.Model, columns: ModelColumns) -> dict[str, Any]:
+    """Every column by attribute name, with the values the ORM reads (ModelColumns converts)."""
+    values = row.__dict__
+    record = {name: values[name] for name in columns.names}
+    for name in _dated(columns.model):
+        if record[name] is not None:
+            record[name] = record[name].isoformat()
+    return record
 
 
-def workunit_record(wu: Workunit, now: datetime) -> dict[str, Any]:
-    return {
-        "format": ARCHIVE_FORMAT,
-        "archived_at": now.isoformat(),
-        "workunit": _columns(wu),
-        "input_files": [
-            {
-                "name": ref.file.name,
-                "md5_cksum": ref.file.md5_cksum,
-                "nbytes": ref.file.nbytes,
-                "open_name": ref.open_name,
-            }
-            for ref in wu.file_refs.all()
-        ],
-        "results": [
-            {
-                **_columns(r),
-                "output_files": [
-                    {"name": f.name, "nbytes": f.nbytes, "md5_cksum": f.md5_cksum, "uploaded": f.uploaded}
-                    for f in r.output_files.all()
-                ],
-            }
-            for r in wu.results.all()
-        ],
-    }
+def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
+    """Step 2: the archive's records of ``wus`` (format in the module doc)."""
+    where, params = any_of("r.workunit_id", [wu.id for wu in wus], "bigint")
+    inputs: dict[int, list[dict[str, Any]]] = {}
+    for wu_id, name, md5, nbytes, open_name in fetch_rows(
+        f"SELECT r.workunit_id, f.name, f.md5_cksum, f.nbytes, r.open_name FROM {_table(WorkunitFileRef)} r "
+        f"JOIN {_table(InputFile)} f ON f.id = r.file_id WHERE {where} ORDER BY r.workunit_id, r.ordinal",
+        params,
+    ):
+        inputs.setdefault(wu_id, []).append(
+            {"name": name, "md5_cksum": md5, "nbytes": nbytes, "open_name": open_name}
+        )
+    outputs: dict[int, list[dict[str, Any]]] = {}
+    for result_id, name, nbytes, md5, uploaded in fetch_rows(
+        f"SELECT f.result_id, f.name, f.nbytes, f.md5_cksum, f.uploaded FROM {_table(OutputFile)} f "
+        f"JOIN {_table(Result)} r ON r.id = f.result_id WHERE {where} ORDER BY f.result_id, f.ordinal, f.id",
+        params,
+    ):
+        outputs.setdefault(result_id, []).append(
+            {"name": name, "nbytes": nbytes, "md5_cksum": md5, "uploaded": bool(uploaded)}
+        )
+    conn = connections[DEFAULT_DB_ALIAS]
+    results: dict[int, list[dict[str, Any]]] = {}
+    for row in fetch_rows(
+        f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE {where} ORDER BY r.id", params
+    ):
+        result = _RESULT.build(row, 0, conn)
+        record = _columns(result, _RESULT)
+        record["output_files"] = outputs.get(result.id, [])
+        results.setdefault(result.workunit_id, []).append(record)
+    archived_at = now.isoformat()
+    return [
+        {
+            "format": ARCHIVE_FORMAT,
+            "archived_at": archived_at,
+            "workunit": _columns(wu, _WORKUNIT),
+            "input_files": inputs.get(wu.id, []),
+            "results": results.get(wu.id, []),
+        }
+        for wu in wus
+    ]
+
+
+_HANDLED: dict[type[models.Model], set[type[models.Model]]] = {
+    Workunit: {Result, WorkunitFileRef},
+    Result: {OutputFile},
+    InputFile: {WorkunitFileRef},
+}
+
+
+@functools.cache
+def _links_to(model: type[models.Model]) -> tuple[tuple[type[models.Model], str], ...]:
+    """(model, column) of the foreign keys to ``model`` that its deletion sets to null. The
+    rows of the tables in ``_HANDLED`` are deleted (or, for input files, checked absent) by
+    the statements here; any other rule is refused rather than left to a failing key."""
+    links = []
+    for rel in model._meta.get_fields(include_hidden=True):
+        if not rel.auto_created or rel.concrete or rel.related_model in _HANDLED[model]:
+            continue
+        if rel.on_delete is not models.SET_NULL:
+            raise RuntimeError(f"db_purge does not handle {rel.related_model.__name__}.{rel.field.name}")
+        links.append((rel.related_model, rel.field.column))
+    return tuple(links)
+
+
+def _links_clear(model: type[models.Model], ids: list[int], purged: list[int]) -> None:
+    """SET_NULL, as the ORM's delete would, on rows that are not being purged themselves."""
+    for related, column in _links_to(model):
+        where, params = any_of(column, ids, "bigint")
+        if related is Workunit:
+            kept, kept_params = any_of("id", purged, "bigint")
+            where, params = f"{where} AND NOT ({kept})", [*params, *kept_params]
+        execute(f"UPDATE {_table(related)} SET {column} = NULL WHERE {where}", params)
+
+
+def _workunits_delete(wu_ids: list[int]) -> None:
+    """Step 4. The foreign keys are deferred to the commit (Django creates them so), so the
+    workunits and results, which point at each other, go in any order."""
+    where, params = any_of("workunit_id", wu_ids, "bigint")
+    result_ids = [
+        row[0] for row in fetch_rows(f"DELETE FROM {_table(Result)} WHERE {where} RETURNING id", params)
+    ]
+    if result_ids:
+        by_result, result_params = any_of("result_id", result_ids, "bigint")
+        execute(f"DELETE FROM {_table(OutputFile)} WHERE {by_result}", result_params)
+        _links_clear(Result, result_ids, wu_ids)
+    execute(f"DELETE FROM {_table(WorkunitFileRef)} WHERE {where}", params)
+    _links_clear(Workunit, wu_ids, wu_ids)
+    by_id, id_params = any_of("id", wu_ids, "bigint")
+    execute(f"DELETE FROM {_table(Workunit)} WHERE {by_id}", id_params)
 
 
 def _orphan_input_files_delete(project: Project) -> int:
-    """Input-file rows whose file is deleted and that no workunit references any more."""
-    deleted, _ = InputFile.objects.filter(
-        project=project, file_delete_state=FileDeleteState.DONE, refs__isnull=True
-    ).delete()
-    return deleted
+    """Input-file rows whose file is deleted and that no workunit references any more. A
+    creator reusing one sets it back to INIT first, under its lock, so the state is checked
+    in the DELETE itself."""
+    with transaction.atomic():
+        ids = [
+            row[0]
+            for row in fetch_rows(
+                f"DELETE FROM {_table(InputFile)} WHERE project_id = %s AND file_delete_state = %s AND NOT EXISTS "
+                f"(SELECT 1 FROM {_table(WorkunitFileRef)} r WHERE r.file_id = {_table(InputFile)}.id) RETURNING id",
+                [project.id, DONE],
+            )
+        ]
+        if ids:
+            _links_clear(InputFile, ids, [])
+    return len(ids)
