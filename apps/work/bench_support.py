@@ -65,13 +65,15 @@ def last_json(output: str) -> Any:
 
 
 def postgres_cpu_seconds() -> float:
-    """CPU seconds used so far by this machine's live PostgreSQL processes (Linux /proc).
+    """CPU seconds used so far by this machine's PostgreSQL servers (Linux /proc).
 
+    The live processes' own time, plus what each server's postmaster has collected from its
+    children that ended: so the count only grows, however many connections close meanwhile.
     A benchmark's own database is the only busy one while it runs; the server's other
     databases add their background work, if any.
     """
-    total = 0.0
     tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -80,9 +82,13 @@ def postgres_cpu_seconds() -> float:
         except OSError:
             continue
         if head.endswith("(postgres"):
-            fields = rest.split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+            stats[int(entry.name)] = rest.split()
+    total = 0
+    for fields in stats.values():
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+        if int(fields[1]) not in stats:  # a postmaster: its ended children's utime, stime
+            total += int(fields[13]) + int(fields[14])
+    return total / tick
 
 
 def machine_description() -> str:
