@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "boincproj.settings")
 # Celery takes the result backend from the environment's CELERY_RESULT_BACKEND before any
@@ -21,6 +23,20 @@ if os.environ.get("CELERY_RESULT_BACKEND") == "django-db":
 app = Celery("boincproj")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _connections_checked(task: Any = None, **kwargs: Any) -> None:
+    """Around each task, what Django does around each request: drop a connection that failed
+    or is too old, and have the next use of a kept one check it first (CONN_HEALTH_CHECKS),
+    so a connection a database restart broke is replaced instead of failing every task.
+    Not for a task run inline (eager), which may be inside its caller's transaction."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
 
 
 def ensure_broker_dirs() -> None:

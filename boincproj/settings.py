@@ -313,6 +313,11 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A worker keeps its database connection from task to task, checked around each task as
+# Django checks it around each request (boincproj.celery): Celery's default, a new
+# connection for every task, costs PostgreSQL more than a short daemon pass. Celery still
+# closes it after twice this many tasks.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500)
 
 # --- Operations: client address, monitoring, logs, error reports -------------------
 
