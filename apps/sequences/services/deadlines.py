@@ -71,6 +71,10 @@ def sequence_deadlines_check(*, project: Project, now: datetime, limit: int) -> 
 def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, bool]]:
     """(sequence id, relocate?) of at most ``limit`` sequences: steps 1 to 4, relocations first."""
     in_project = WorkSequence.objects.filter(project=project)
+    if not in_project.filter(state__in=LIVE_STATES).exists():
+        # Every list below is of live sequences; without one, the results query alone would
+        # read through a project's ordinary results every pass.
+        return []
     failing = list(
         Result.objects.filter(failed_results_query(now), project=project)
         .order_by("workunit__sequence_id")
