@@ -58,7 +58,7 @@ class Workunit(models.Model):
     )
     canonical_credit = models.FloatField(default=0)
     transition_time = models.DateTimeField(
-        null=True, blank=True, db_index=True, help_text="When the transitioner next looks; empty = never"
+        null=True, blank=True, help_text="When the transitioner next looks; empty = never"
     )
     error_mask = models.PositiveIntegerField(default=0)
     transitioner_flags = models.PositiveSmallIntegerField(
@@ -126,6 +126,10 @@ class Workunit(models.Model):
             ),
         ]
         indexes = [
+            # The transitioner's claim (a project's due workunits, oldest first) and the status
+            # counts are one range of this index, in order; on its own transition_time index,
+            # SQLite without statistics went through every workunit of the project instead.
+            models.Index(fields=["project", "transition_time", "id"], name="wu_transition_due"),
             models.Index(fields=["app"], condition=Q(need_validate=True), name="wu_need_validate"),
             # The assimilator's two reads (due retries by time; new ones, retry time empty, by
             # id) are each one range of this index, already in order.
