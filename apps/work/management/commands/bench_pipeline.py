@@ -3,8 +3,8 @@
 Every run uses a throwaway database and data area, never the configured ones:
 
 * embedded: an SQLite file; in one process, simulated hosts speak the XML protocol to the
-  scheduler view in-process and the daemons run inline (``daemons_round``) until every
-  workunit is assimilated.
+  scheduler view in-process and the daemons of a job's life (``PIPELINE``) run inline after
+  each round of RPCs until every workunit is assimilated and its files are deleted.
 * distributed (when COBBLESTONE_TEST_DATABASE_URL or DATABASE_URL names a PostgreSQL server and
   COBBLESTONE_TEST_REDIS_URL or CELERY_BROKER_URL a Redis one): a fresh PostgreSQL database,
   two gunicorn web processes and two Celery workers on loopback; simulated hosts talk HTTP to
@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import threading
@@ -55,6 +56,11 @@ from apps.work.bench_support import (
 )
 
 BASE_DIR = Path(settings.BASE_DIR)
+# The daemons of a job's life, in the order a round runs them (the transitioner twice: after
+# the reports, and after validation). The others (feeder, db_purge, sequence_deadlines) run
+# every few minutes or hours on a real server, not after every round of RPCs; db_purge is
+# measured once every workunit is done.
+PIPELINE = ("transitioner", "validator", "assimilator", "transitioner", "file_deleter")
 PLATFORM = "x86_64-pc-linux-gnu"
 SLUG = "bench"
 APP = "bench"
@@ -284,7 +290,7 @@ def run_embedded_role(jobs: int, hosts: int) -> dict[str, Any]:
     files are deleted; then db_purge as if the purge age had passed. The stages' costs are
     metered in this process (apps.core.stages)."""
     from apps.core.stages import stage_meter_enable, stage_totals
-    from apps.work.services.daemons import PassOptions, daemon_run, daemons_round
+    from apps.work.services.daemons import PassOptions, daemon_run
 
     setup = pipeline_setup(jobs=jobs, hosts=hosts)
     post = inprocess_post()
@@ -299,9 +305,10 @@ def run_embedded_role(jobs: int, hosts: int) -> dict[str, Any]:
             raise RuntimeError(f"no progress: {pipeline_counts()}")
         for sim in sims:
             sim.rpc()
-        passes = daemons_round(slug=SLUG)
-        assimilated += passes["assimilator"].items
-        if assimilated >= jobs and not passes["file_deleter"].items and not pipeline_counts()["files_left"]:
+        passes = [(name, daemon_run(name, slug=SLUG)) for name in PIPELINE]
+        assimilated += sum(p.items for name, p in passes if name == "assimilator")
+        deleted = sum(p.items for name, p in passes if name == "file_deleter")
+        if assimilated >= jobs and not deleted and not pipeline_counts()["files_left"]:
             break
         if time.monotonic() - last_progress > 10:
             last_progress = time.monotonic()
@@ -490,14 +497,20 @@ def run_distributed(
         for proc in reversed(procs):
             proc.stop()
         _query_close(db_url)
+        shutil.rmtree(work, ignore_errors=True)
         try:
             admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
         except Exception as exc:
             log(f"could not drop {db_name}: {exc}")
 
 
-# One stage after the other, two tasks per stage so both workers claim from the same rows.
-STAGES = ("work.transition", "work.validate", "work.assimilate", "work.transition", "work.file_delete")
+# The distributed run sends PIPELINE's tasks one stage after the other, two tasks per stage so
+# both workers claim from the same rows.
+STAGES = tuple(
+    {"transitioner": "work.transition", "validator": "work.validate", "assimilator": "work.assimilate",
+     "file_deleter": "work.file_delete"}[name]
+    for name in PIPELINE
+)  # fmt: skip
 
 
 def _drive(
@@ -604,16 +617,19 @@ def run_embedded(*, jobs: int, hosts: int, log: Callable[[str], None] = print) -
         "DEBUG": "false",
         "SECRET_KEY": "bench-only-secret-key-not-for-production-use",
     }
-    schema = last_json(_manage(["--role", "schema"], env))["schema"]
-    outcome = last_json(
-        run_manage(
-            "bench_pipeline",
-            ["--role", "embedded", "--jobs", str(jobs), "--hosts", str(hosts)],
-            env,
-            timeout=6 * 3600,
-            echo_stderr=True,
+    try:
+        schema = last_json(_manage(["--role", "schema"], env))["schema"]
+        outcome = last_json(
+            run_manage(
+                "bench_pipeline",
+                ["--role", "embedded", "--jobs", str(jobs), "--hosts", str(hosts)],
+                env,
+                timeout=6 * 3600,
+                echo_stderr=True,
+            )
         )
-    )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return {**outcome, "schema": schema}
 
 
