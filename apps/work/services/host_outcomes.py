@@ -27,21 +27,24 @@ def results_record_outcome(
     """Seed 003 error rate, probation and quota for each result's host and app version
     (``app``: the results' app, if the caller has it loaded with its project)."""
     host_app_versions_record_outcomes(
-        outcomes=[
-            HostOutcome(
-                host_id=r.host_id,
-                app_id=r.app_id,
-                app_version_id=r.app_version_id,
-                anonymous_proc_type=r.anonymous_proc_type,
-                outcome=outcome,
-                delay_bound=delay_bound,
-            )
-            for r in results
-            if r.host_id is not None
-        ],
-        now=now,
-        app=app,
+        outcomes=host_outcomes(results, outcome=outcome, delay_bound=delay_bound), now=now, app=app
     )
+
+
+def host_outcomes(results: Iterable[Result], *, outcome: JobOutcome, delay_bound: float) -> list[HostOutcome]:
+    """The outcome of each result that has a host, for the host_app_version it ran as."""
+    return [
+        HostOutcome(
+            host_id=r.host_id,
+            app_id=r.app_id,
+            app_version_id=r.app_version_id,
+            anonymous_proc_type=r.anonymous_proc_type,
+            outcome=outcome,
+            delay_bound=delay_bound,
+        )
+        for r in results
+        if r.host_id is not None
+    ]
 
 
 def judged_host_app_versions_sql(where: str, *, workunits: str = "r.workunit_id = %s") -> str:

@@ -45,7 +45,7 @@ from apps.applications.models import App
 from apps.core import clock
 from apps.core.db import ModelColumns, any_of, array_literal, execute, execute_many, fetch_rows, update_rows
 from apps.credit.domain.quota import JobOutcome
-from apps.credit.services import CreditJob, CreditWorkunit, HostOutcome, JudgedWorkunit, credit_grant_batch
+from apps.credit.services import CreditJob, CreditWorkunit, JudgedWorkunit, credit_grant_batch
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import TRANSITION_NEVER, AssimilateState, FileDeleteState, Outcome, ServerState
@@ -68,7 +68,7 @@ from apps.work.services.comparisons import (
     payloads_read,
 )
 from apps.work.services.extensions import step_validated
-from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits
+from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits, host_outcomes
 
 logger = logging.getLogger(__name__)
 
@@ -496,18 +496,7 @@ def _judged_workunit(j: _Judging, valid: list[Result], invalid: list[Result]) ->
             )
             for r in valid
         ],
-        invalid=[
-            HostOutcome(
-                host_id=r.host_id,
-                app_id=r.app_id,
-                app_version_id=r.app_version_id,
-                anonymous_proc_type=r.anonymous_proc_type,
-                outcome=JobOutcome.INVALID,
-                delay_bound=wu.delay_bound,
-            )
-            for r in invalid
-            if r.host_id is not None
-        ],
+        invalid=host_outcomes(invalid, outcome=JobOutcome.INVALID, delay_bound=wu.delay_bound),
     )
 
 
