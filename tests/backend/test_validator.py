@@ -203,6 +203,41 @@ def test_a_validator_that_dies_after_its_claim_leaves_the_workunit_to_be_flagged
     assert wu.canonical_result_id is not None
 
 
+def test_a_validator_claim_replaces_a_transitioners_lease_so_a_dead_validator_is_noticed(
+    project, app, version, hosts, now
+):
+    """A transitioner holding the workunit commits its planned time only where its own lease
+    is still there: the validator's claim must take that place, or nobody flags it again."""
+    from apps.work.services.transitioner import Claim, workunits_transition_batch
+    from apps.work.services.validator import CLAIM_LEASE, workunits_claim
+
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
+    at = now + timedelta(minutes=12)
+    transitioner_lease = at + timedelta(minutes=9)
+    Workunit.objects.filter(id=wu.id).update(transition_time=transitioner_lease)
+    assert [c.id for c in workunits_claim(app_id=app.id, now=at, limit=10)] == [wu.id]
+    # The transitioner's batch, begun before the claim, commits after it.
+    workunits_transition_batch([Claim(wu.id, transitioner_lease)], at)
+    wu.refresh_from_db()
+    assert wu.transition_time == at + CLAIM_LEASE  # the validator's lease, not the plan's time
+    # The validator dies; when its lease runs out the transitioner flags the workunit again.
+    workunits_transition(project=project, now=at + CLAIM_LEASE + timedelta(seconds=1))
+    wu.refresh_from_db()
+    assert wu.need_validate is True
+
+
+def test_a_validator_claim_keeps_a_transition_time_already_due(project, app, version, hosts, now):
+    from apps.work.services.validator import workunits_claim
+
+    wu = _reported(project, app, version, hosts, now, [b"5\n", b"5\n"])
+    at = now + timedelta(minutes=12)
+    due = at - timedelta(seconds=30)
+    Workunit.objects.filter(id=wu.id).update(transition_time=due)
+    workunits_claim(app_id=app.id, now=at, limit=10)
+    wu.refresh_from_db()
+    assert wu.transition_time == due
+
+
 # A pass reads and writes each table it touches once per batch, whatever the number of its
 # workunits and of their results. The pass: apps, the claim (SQLite: select and update, in a
 # savepoint pair inside the test's transaction). The batch (a savepoint pair here): the

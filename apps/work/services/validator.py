@@ -4,8 +4,8 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
 
 1. Claim a batch of workunits with need_validate set in one conditional UPDATE (PostgreSQL:
    ``FOR UPDATE SKIP LOCKED``, so two validators take different workunits), clearing
-   need_validate and lowering transition_time to a 10-minute lease: if this worker dies
-   before it commits, the transitioner flags the workunits again then.
+   need_validate and setting a transition_time not yet due to a 10-minute lease: if this
+   worker dies before it commits, the transitioner flags the workunits again then.
 2. In one transaction for the batch: lock the host_app_versions of the results to judge (a
    scheduler RPC locks them before its results and host), then the batch's results (id order,
    as the transitioner does); read the workunits, their apps and the output files of the
@@ -192,9 +192,12 @@ def workunits_validate(
 
 def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
     """Claim up to ``limit`` of the app's workunits that need validation, lowest ids first:
-    clear need_validate and lower transition_time to a lease, so should this worker die
-    before committing their validation, the transitioner flags them again then. The claim
-    commits at once; workunits another validator holds or has claimed are skipped."""
+    clear need_validate and set transition_time to a lease, so should this worker die before
+    committing their validation, the transitioner flags them again then. A transition time
+    already due stays; any later one is replaced, a transitioner's own lease too, or that
+    transitioner's commit would write its planned time over the claim and leave nobody to
+    flag the workunit again. The claim commits at once; workunits another validator holds or
+    has claimed are skipped."""
     lease = _db_time(now + CLAIM_LEASE)
     table = _table(Workunit)
     new_time = (
@@ -205,7 +208,7 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
         rows = fetch_rows(
             f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
             f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {_CLAIMED.sql()}",
-            [lease, lease, app_id, limit],
+            [_db_time(now), lease, app_id, limit],
         )
     else:
         # SQLite has one writer: the transaction holds the write lock from its start, so the
@@ -217,7 +220,7 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
             ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
             execute(
                 f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
-                [False, lease, lease, *id_params],
+                [False, _db_time(now), lease, *id_params],
             )
     claimed = [_CLAIMED.build(row) for row in rows]
     return sorted((Claimed(wu.id, wu.transition_time) for wu in claimed), key=lambda c: c.id)
