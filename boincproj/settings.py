@@ -316,7 +316,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # A worker keeps its database connection from task to task, checked around each task as
 # Django checks it around each request (boincproj.celery): Celery's default, a new
 # connection for every task, costs PostgreSQL more than a short daemon pass. Celery still
-# closes it after twice this many tasks.
+# replaces it after this many tasks.
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 500)
 
 # --- Operations: client address, monitoring, logs, error reports -------------------

@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Model
 
 from apps.applications.models import App, AppVersion
-from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
+from apps.core.db import ModelColumns, any_of, fetch_rows, update_rows
 from apps.credit.domain.rac import update_rac
 from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.credit.services.rows import locked_rows
@@ -98,10 +98,9 @@ def _app_credit_rows(
     ):
         if owners:
             table = connection.ops.quote_name(cols.model._meta.db_table)
-            parts.append(
-                f"SELECT {kind}, {cols.sql()} FROM {table} c WHERE c.app_id = %s AND c.{owner} IN ({placeholders(owners)})"
-            )
-            params += [app.pk, *owners]
+            owned, owner_params = any_of(f"c.{owner}", list(owners), "bigint")
+            parts.append(f"SELECT {kind}, {cols.sql()} FROM {table} c WHERE c.app_id = %s AND {owned}")
+            params += [app.pk, *owner_params]
     user_app: dict[int, UserAppCredit] = {}
     team_app: dict[int, TeamAppCredit] = {}
     for row in fetch_rows(" UNION ALL ".join(parts), params) if parts else ():
@@ -125,8 +124,9 @@ def _history(day: date, accounts: dict[int, Model], teams: dict[int, Model]) -> 
     conds, params = [], [CreditHistory._meta.get_field("day").get_db_prep_value(day, connection)]
     for column, owners in (("account_id", accounts), ("team_id", teams)):
         if owners:
-            conds.append(f"h.{column} IN ({placeholders(owners)})")
-            params += list(owners)
+            owned, owner_params = any_of(f"h.{column}", list(owners), "bigint")
+            conds.append(owned)
+            params += owner_params
     table = connection.ops.quote_name(CreditHistory._meta.db_table)
     sql = f"SELECT {_HISTORY.sql()} FROM {table} h WHERE h.day = %s AND ({' OR '.join(conds)})"
     existing: dict[str, dict[int, CreditHistory]] = {"account": {}, "team": {}}

@@ -43,7 +43,7 @@ def _for_update() -> str:
     # does not wait for them. The results an RPC sends name a host, an account and an app
     # version, and PostgreSQL checks those foreign keys at commit with KEY SHARE locks, which
     # FOR UPDATE blocks: an RPC waiting there for a validator's app version while holding
-    # that validator's next row (an account of several hosts) was a deadlock.
+    # that validator's next row (an account of several hosts) would deadlock.
     return " FOR NO KEY UPDATE" if connection.features.has_select_for_no_key_update else " FOR UPDATE"
 
 
@@ -80,8 +80,9 @@ def locked_havs(app: App, keys: set[HavKey]) -> dict[HavKey, HostAppVersion]:
     table = connection.ops.quote_name(HostAppVersion._meta.db_table)
     if connection.vendor == "postgresql":
         # The keys as three arrays joined to the table: one statement of one shape for any
-        # number of keys (an OR per key took 3-6 times as long at a batch's 400 keys). The
-        # hosts' array again as an index condition, or the planner hashes the whole table.
+        # number of keys (an OR per key costs several times as much at a batch's hundreds of
+        # keys). The hosts' array again as an index condition, or the planner may hash the
+        # whole table.
         ordered = sorted(keys, key=lambda k: (k[0], k[1] or 0, k[2]))
         sql = (
             f"SELECT {_HAV.sql()} FROM {table} h JOIN unnest(%s::bigint[], %s::bigint[], %s::varchar[]) "

@@ -127,8 +127,9 @@ class Workunit(models.Model):
         ]
         indexes = [
             # The transitioner's claim (a project's due workunits, oldest first) and the status
-            # counts are one range of this index, in order; on its own transition_time index,
-            # SQLite without statistics went through every workunit of the project instead.
+            # counts are one range of this index, in order, whatever the planner's statistics
+            # (with transition_time indexed alone, SQLite without them reads every workunit of
+            # the project).
             models.Index(fields=["project", "transition_time", "id"], name="wu_transition_due"),
             models.Index(fields=["app"], condition=Q(need_validate=True), name="wu_need_validate"),
             # The assimilator's two reads (due retries by time; new ones, retry time empty, by

@@ -47,21 +47,12 @@ def host_outcomes(results: Iterable[Result], *, outcome: JobOutcome, delay_bound
     ]
 
 
-def judged_host_app_versions_sql(where: str, *, workunits: str = "r.workunit_id = %s") -> str:
-    """A SELECT locking, in id order, the host_app_versions of one workunit's results that
-    match ``where`` (SQL on alias ``r``); its parameters are the workunit id, then ``where``'s.
-    ``workunits`` replaces the test on the workunit (for a batch, ``any_of``'s SQL), its
-    parameters then coming first instead of the id.
-
-    A scheduler RPC locks its host's host_app_versions first, then the results it reports,
-    then writes the host row. A daemon that locked a workunit's results first and then the
-    host_app_version (or host) of one of them deadlocked with such an RPC, and PostgreSQL
-    aborted one of the two. Run before the results are locked, it makes the daemon take the
-    RPC's order and wait for the RPC instead. PostgreSQL only (SQLite has no row locks).
-    """
+def _judged_host_app_versions_sql(where: str, workunits: str) -> str:
+    """A SELECT locking, in id order, the host_app_versions of the results that match
+    ``workunits`` and ``where`` (SQL on alias ``r``), parameters in that order."""
     quote = connection.ops.quote_name
     # The results first, then their hosts' rows through the host_id index: joined directly,
-    # the planner took to hashing the whole host_app_version table once it had statistics.
+    # the planner can hash the whole host_app_version table for a handful of hosts.
     return (
         "WITH r AS MATERIALIZED (SELECT r.host_id, r.app_id, r.app_version_id, r.anonymous_proc_type "
         f"FROM {quote(Result._meta.db_table)} r WHERE {workunits} AND ({where})) "
@@ -72,17 +63,19 @@ def judged_host_app_versions_sql(where: str, *, workunits: str = "r.workunit_id 
     )
 
 
-def host_app_versions_lock_before_results(workunit_id: int, where: str, params: Sequence[Any]) -> None:
-    """Lock what ``judged_host_app_versions_sql`` selects; call it before locking the results.
-    Nothing to do on SQLite, whose transactions hold the write lock from BEGIN."""
-    host_app_versions_lock_for_workunits([workunit_id], where, params)
-
-
 def host_app_versions_lock_for_workunits(
     workunit_ids: Sequence[int], where: str, params: Sequence[Any]
 ) -> None:
-    """``host_app_versions_lock_before_results`` for the results of several workunits at once,
-    in one statement (a daemon's batch)."""
+    """Lock the host_app_versions of the workunits' results that match ``where`` (SQL on
+    alias ``r``, with ``params``), in one statement; call it before locking the results.
+
+    A scheduler RPC locks its host's host_app_versions first, then the results it reports,
+    then writes the host row. A daemon that locked results first and then the
+    host_app_version (or host) of one of them would deadlock with such an RPC, and PostgreSQL
+    would abort one of the two; locking these first makes the daemon take the RPC's order and
+    wait for it instead. Nothing to do on SQLite, whose transactions hold the write lock from
+    BEGIN.
+    """
     if workunit_ids and connection.features.has_select_for_update:
         workunits, workunit_params = any_of("r.workunit_id", list(workunit_ids), "bigint")
-        fetch_rows(judged_host_app_versions_sql(where, workunits=workunits), [*workunit_params, *params])
+        fetch_rows(_judged_host_app_versions_sql(where, workunits), [*workunit_params, *params])

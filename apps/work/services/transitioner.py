@@ -45,6 +45,7 @@ from django.db.models import Model
 from apps.core import clock
 from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, fetch_rows, update_rows
 from apps.credit.domain.quota import JobOutcome
+from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import (
@@ -66,7 +67,7 @@ from apps.work.domain.transitions import (
 )
 from apps.work.models import Result, Workunit
 from apps.work.services.create import results_create
-from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits, results_record_outcome
+from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits, host_outcomes
 
 logger = logging.getLogger(__name__)
 
@@ -362,7 +363,7 @@ def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[i
     are written as planned.
     """
     changed: dict[int, Result] = {}
-    timed_out: dict[float, list[Result]] = {}
+    timed_out: list[HostOutcome] = []
     counts: dict[int, int] = {}
     for wu, rows, plan in plans:
         if not (
@@ -376,7 +377,7 @@ def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[i
         for rid in plan.timed_out_result_ids:
             r = changed[rid] = by_id[rid]
             r.server_state, r.outcome = int(ServerState.OVER), int(Outcome.NO_REPLY)
-            timed_out.setdefault(wu.delay_bound, []).append(r)
+            timed_out += host_outcomes([r], outcome=JobOutcome.TIMEOUT, delay_bound=wu.delay_bound)
         counts[wu.id] = len(plan.timed_out_result_ids)
         for rid in plan.didnt_need_result_ids:
             # INACTIVE results (sequence steps not yet released) are withdrawn like unsent ones.
@@ -389,10 +390,9 @@ def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[i
             r = changed[rid] = by_id[rid]
             r.file_delete_state = int(FileDeleteState.READY)
     update_rows(Result, [changed[rid] for rid in sorted(changed)], RESULT_FIELDS, batch=writes)
-    # One call for the batch unless its workunits have different delay bounds (the turnaround
+    # One call for the batch; each outcome carries its own job's delay bound (the turnaround
     # average takes the delay bound of the job that timed out).
-    for delay_bound, rows in timed_out.items():
-        results_record_outcome(rows, outcome=JobOutcome.TIMEOUT, delay_bound=delay_bound, now=now)
+    host_app_versions_record_outcomes(outcomes=timed_out, now=now)
     return counts
 
 
