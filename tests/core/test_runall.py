@@ -92,7 +92,11 @@ def answers(port: int) -> bool:
 
 
 def port_free(port: int) -> bool:
+    """Whether a new server could listen on ``port``, as gunicorn would (SO_REUSEADDR): the
+    connections the test made may still be in TIME_WAIT, which only a process left
+    listening should fail."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
