@@ -524,7 +524,11 @@ def _receive_locked(
         partial.unlink(missing_ok=True)
         return UploadOutcome.retry(f"MD5 of {req.name} does not match; upload it again")
     os.replace(partial, project.upload_dir / req.name)
-    output_file_mark_uploaded(output_id=output.id, nbytes=received, md5_cksum=md5, now=now)
+    if not output_file_mark_uploaded(output_id=output.id, nbytes=received, md5_cksum=md5, now=now):
+        # The workunit was purged while the body came in; the file deleter has done with it,
+        # so a file kept now would stay for good.
+        (project.upload_dir / req.name).unlink(missing_ok=True)
+        return UploadOutcome.refuse(f"Unknown file {req.name}")
     return UploadOutcome(UploadStatus.OK)
 
 
@@ -592,12 +596,16 @@ def _write_at(
     return written
 
 
-def output_file_mark_uploaded(*, output_id: int, nbytes: int, md5_cksum: str, now: datetime) -> None:
+def output_file_mark_uploaded(*, output_id: int, nbytes: int, md5_cksum: str, now: datetime) -> bool:
     """The file is complete and intact in the upload area: record it (one statement; the
-    upload lock keeps every other uploader of the file out meanwhile)."""
-    execute(
-        "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s",
-        [True, nbytes, md5_cksum, _UPLOAD_TIME.get_db_prep_save(now, connection), output_id],
+    upload lock keeps every other uploader of the file out meanwhile). False when the row
+    is gone."""
+    return (
+        execute(
+            "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s",
+            [True, nbytes, md5_cksum, _UPLOAD_TIME.get_db_prep_save(now, connection), output_id],
+        )
+        == 1
     )
 
 

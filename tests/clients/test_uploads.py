@@ -8,6 +8,7 @@ from apps.projects.models import DaemonRun
 from apps.protocol import UploadStatus
 from apps.scheduler.transfer import partial_path
 from apps.work.domain.states import ErrorMask, FileDeleteState, Outcome, ServerState
+from apps.work.models import OutputFile
 from tests.clients.conftest import md5, post_upload, size_query, upload_body
 
 pytestmark = pytest.mark.django_db
@@ -218,6 +219,24 @@ def test_unexpected_failure_is_a_transient_error_and_is_counted(client, project,
     output.refresh_from_db()
     assert output.uploaded is False
     assert DaemonRun.objects.get(project=project, daemon="upload").errors == 1
+
+
+def test_a_file_whose_row_went_while_it_came_in_is_refused_and_not_kept(client, project, output, monkeypatch):
+    """The workunit was purged during a long upload: nothing would ever delete the file."""
+    from apps.scheduler import transfer
+
+    write = transfer._write_at
+
+    def purged_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        written = write(*args, **kwargs)
+        OutputFile.objects.filter(id=output.id).delete()
+        return written
+
+    monkeypatch.setattr(transfer, "_write_at", purged_meanwhile)
+    posted = post_upload(client, project, upload_body(output, DATA))
+    assert posted.reply.status == UploadStatus.PERMANENT
+    assert not stored(project, output.name).exists()
+    assert not partial(project, output.name).exists()
 
 
 def test_get_is_405_with_a_permanent_status(client, project):
