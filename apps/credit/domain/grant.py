@@ -62,7 +62,7 @@ def _over_cap(pfc: float, policy: CreditPolicy) -> bool:
 def _grant(pfc: float, basis: GrantBasis, policy: CreditPolicy) -> Grant:
     credit = pfc * COBBLESTONE_SCALE
     cap = policy.max_granted_credit
-    if cap > 0 and credit > cap:  # the fallback is capped too (BOINC issue #1010)
+    if cap > 0 and credit > cap:  # the default grant (every claim over the cap) is held to it too
         return Grant(credit=cap, pfc=cap / COBBLESTONE_SCALE, basis=basis)
     return Grant(credit=credit, pfc=pfc, basis=basis)
 
