@@ -14,8 +14,6 @@ from apps.core.domain.resources import COBBLESTONE_SCALE
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.credit.services import (
-    CreditJob,
-    CreditWorkunit,
     HostOutcome,
     credit_grant,
     credit_normalize_app,
@@ -26,6 +24,7 @@ from apps.volunteers.models import CreditHistory
 from apps.work.models import Result
 from apps.work.services import workunits_transition, workunits_validate
 from tests.backend.conftest import make_host, make_wu, report, results_of, send
+from tests.credit.builders import credit_job, credit_workunit
 from tests.factories import AppVersionFactory, PlatformFactory
 
 pytestmark = pytest.mark.django_db
@@ -143,21 +142,9 @@ def test_feeder_sets_pfc_scale_and_min_avg_pfc(project, app, version):
 
 
 def test_credit_grant_case_a_grants_the_canonical_credit(project, app, version, hosts, now):
-    job = CreditJob(
-        result_id=1,
-        host_id=hosts[0].id,
-        account_id=hosts[0].account_id,
-        app_version_id=version.id,
-        anonymous_proc_type="",
-        elapsed_time=10,
-        flops_estimate=1e9,
-        sent_time=now.timestamp() - 100,
-        received_time=now.timestamp(),
-    )
+    job = credit_job(hosts[0], version, now, elapsed_time=10, sent_time=now.timestamp() - 100)
     [credit] = credit_grant(
-        workunit=CreditWorkunit(
-            app_id=app.id, fpops_est=1e12, fpops_bound=1e14, delay_bound=86400, canonical_granted_credit=12.5
-        ),
+        workunit=credit_workunit(app, canonical_granted_credit=12.5),
         jobs=[job],
         now=now,
     )

@@ -19,13 +19,14 @@ import pytest
 from django.db import connection, connections, transaction
 
 import apps.scheduler.services as scheduler_services
-from apps.credit.services import CreditJob, CreditWorkunit, credit_grant
+from apps.credit.services import credit_grant
 from apps.hosts.models import Host, HostAppVersion
 from apps.scheduler.services import scheduler_request_handle
 from apps.work.domain.states import FileDeleteState, Outcome, ServerState, ValidateState
 from apps.work.models import InputFile, Workunit
 from apps.work.services import InputSpec, file_deleter, files_delete, workunits_transition, workunits_validate
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
+from tests.credit.builders import credit_job, credit_workunit
 from tests.scheduler.conftest import make_request, reported
 
 pytestmark = [
@@ -99,18 +100,8 @@ def test_validator_granting_credit_to_a_host_during_its_rpc_waits_for_it(
 def test_credit_granted_to_a_host_during_its_rpc_waits_for_it(monkeypatch, project, app, version, hosts, now):
     # credit_grant on its own (the validator locks the host_app_versions before it is called).
     HostAppVersion.objects.create(host=hosts[0], app=app, app_version=version)
-    job = CreditJob(
-        result_id=1,
-        host_id=hosts[0].id,
-        account_id=hosts[0].account_id,
-        app_version_id=version.id,
-        anonymous_proc_type="",
-        elapsed_time=300,
-        flops_estimate=1e9,
-        sent_time=now.timestamp() - 600,
-        received_time=now.timestamp(),
-    )
-    workunit = CreditWorkunit(app_id=app.id, fpops_est=1e12, fpops_bound=1e14, delay_bound=86400)
+    job = credit_job(hosts[0], version, now)
+    workunit = credit_workunit(app)
 
     rpc, _, rpc_errors = rpc_held(monkeypatch, hosts[0], now=now)
     with transaction.atomic():

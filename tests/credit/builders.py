@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
+from typing import Any
 
 from apps.core.domain.average import Average
 from apps.credit.domain import AppVersionStats, HostAppVersionStats, ValidatedJob
+from apps.credit.services import CreditJob, CreditWorkunit
 
 NOW = 1_700_000_000.0
 FPOPS_EST = 1e12
@@ -44,4 +47,26 @@ def hav(**changes: object) -> HostAppVersionStats:
 def app_version(**changes: object) -> AppVersionStats:
     """An app version with a settled pfc average of 6.0 and pfc_scale 0.5."""
     base = AppVersionStats(pfc=SETTLED_VERSION, pfc_scale=0.5)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def credit_job(host: Any, version: Any, now: datetime, **changes: object) -> CreditJob:
+    """A valid result of ``host`` on ``version`` as the validator hands it to credit_grant:
+    300 s of a 1 GFLOPS estimate, sent ten minutes before ``now``."""
+    base = CreditJob(
+        result_id=1,
+        host_id=host.id,
+        account_id=host.account_id,
+        app_version_id=version.id,
+        anonymous_proc_type="",
+        elapsed_time=300,
+        flops_estimate=1e9,
+        sent_time=now.timestamp() - 600,
+        received_time=now.timestamp(),
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def credit_workunit(app: Any, **changes: object) -> CreditWorkunit:
+    base = CreditWorkunit(app_id=app.id, fpops_est=1e12, fpops_bound=1e14, delay_bound=86400)
     return replace(base, **changes)  # type: ignore[arg-type]

@@ -15,10 +15,11 @@ import threading
 import pytest
 from django.db import connection, transaction
 
-from apps.credit.services import CreditJob, CreditWorkunit, credit_grant
+from apps.credit.services import credit_grant
 from apps.volunteers.models import Account
 from apps.work.domain.states import ServerState
 from apps.work.models import Result
+from tests.credit.builders import credit_job, credit_workunit
 from tests.factories import (
     AccountFactory,
     AppFactory,
@@ -44,20 +45,8 @@ def test_a_scheduler_rpc_commits_while_a_validator_holds_the_credit_locks_of_its
     account = AccountFactory(project=project)
     validated_host, calling_host = HostFactory(account=account), HostFactory(account=account)
     unsent = ResultFactory(workunit=WorkunitFactory(project=project, app=app))
-    job = CreditJob(
-        result_id=1,
-        host_id=validated_host.id,
-        account_id=account.id,
-        app_version_id=version.id,
-        anonymous_proc_type="",
-        elapsed_time=300,
-        flops_estimate=1e9,
-        sent_time=now.timestamp() - 600,
-        received_time=now.timestamp(),
-    )
-    workunit = CreditWorkunit(
-        app_id=app.id, fpops_est=1e12, fpops_bound=1e14, delay_bound=86400, canonical_granted_credit=50.0
-    )
+    job = credit_job(validated_host, version, now)
+    workunit = credit_workunit(app, canonical_granted_credit=50.0)
     granted, release, sent = (threading.Event() for _ in range(3))
 
     def grant() -> None:

@@ -14,8 +14,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection, transaction
 
-from apps.credit.services import CreditJob, CreditWorkunit, credit_grant, credit_update_stats
+from apps.credit.services import credit_grant, credit_update_stats
 from apps.volunteers.models import Account, CreditHistory
+from tests.credit.builders import credit_job, credit_workunit
 from tests.factories import AccountFactory, AppFactory, AppVersionFactory, HostFactory, ProjectFactory
 from tests.threads import in_thread, wait_for, waiting_on_a_lock
 
@@ -41,20 +42,8 @@ def test_a_grant_during_update_stats_leaves_the_days_history_equal_to_the_users_
         CreditHistory.objects.create(
             project=project, account=account, day=now.date(), total_credit=100.0, expavg_credit=10.0
         )
-    job = CreditJob(
-        result_id=1,
-        host_id=host.id,
-        account_id=account.id,
-        app_version_id=version.id,
-        anonymous_proc_type="",
-        elapsed_time=300,
-        flops_estimate=1e9,
-        sent_time=now.timestamp() - 600,
-        received_time=now.timestamp(),
-    )
-    workunit = CreditWorkunit(
-        app_id=app.id, fpops_est=1e12, fpops_bound=1e14, delay_bound=86400, canonical_granted_credit=50.0
-    )
+    job = credit_job(host, version, now)
+    workunit = credit_workunit(app, canonical_granted_credit=50.0)
     owners_read, go_on, granted, release = (threading.Event() for _ in range(4))
 
     def pause_after_reading_the_users(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
