@@ -9,8 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def database_options(**env: str) -> dict:
-    code = "import json; from django.conf import settings; print(json.dumps(settings.DATABASES['default']['OPTIONS']))"
+def printed(code: str, **env: str) -> str:
+    """The last line ``code`` prints in a fresh interpreter with the settings and ``env``."""
     out = subprocess.run(
         [sys.executable, "-c", f"import django; django.setup(); {code}"],
         cwd=ROOT,
@@ -19,7 +19,12 @@ def database_options(**env: str) -> dict:
         text=True,
         check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return out.stdout.strip().splitlines()[-1]
+
+
+def database_options(**env: str) -> dict:
+    code = "import json; from django.conf import settings; print(json.dumps(settings.DATABASES['default']['OPTIONS']))"
+    return json.loads(printed(code, **env))
 
 
 def test_postgresql_prepares_statements_by_default():
@@ -38,19 +43,7 @@ def test_server_side_binding_can_be_turned_off_for_a_transaction_pooler():
 
 def test_postgresql_connections_keep_a_thousand_prepared_statements_by_default():
     code = "from django.conf import settings; print(settings.DATABASE_PREPARED_MAX)"
-    out = subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {code}"],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "boincproj.settings",
-            "DATABASE_URL": "postgres://u@h/db",
-        },
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert out.stdout.strip().splitlines()[-1] == "1000"
+    assert printed(code, DATABASE_URL="postgres://u@h/db") == "1000"
 
 
 def sqlite_pragma(name: str, **env: str) -> str:
@@ -59,15 +52,7 @@ def sqlite_pragma(name: str, **env: str) -> str:
         "from django.db import connection; c = connection.cursor();"
         f" c.execute('PRAGMA {name}'); print(c.fetchone()[0])"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {code}"],
-        cwd=ROOT,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "boincproj.settings", **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip().splitlines()[-1]
+    return printed(code, **env)
 
 
 def test_sqlite_commits_are_flushed_at_checkpoints_by_default(tmp_path):
