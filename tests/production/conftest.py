@@ -74,16 +74,24 @@ def sql(stack: Stack, query: str, *params: Any) -> list[tuple[Any, ...]]:
         return list(conn.execute(query, params).fetchall())  # type: ignore[arg-type]
 
 
-def project_install(stack: Stack, slug: str, work: Path) -> str:
-    """A project with the demo worker app, as an operator sets it up; its master URL."""
+def project_install(
+    stack: Stack,
+    slug: str,
+    work: Path,
+    app: str = "worker",
+    *app_options: str,
+    wu_template: str = WU_TEMPLATE,
+) -> str:
+    """A project with the demo worker program as ``app`` (``add_app``'s ``app_options``), as
+    an operator sets it up, and the job templates in ``work``; its master URL."""
     stack.manage("make_project", slug, "--name", f"Production {slug}")
-    stack.manage("add_app", "--project", slug, "worker", "--user_friendly_name", "Worker")
+    stack.manage("add_app", "--project", slug, app, "--user_friendly_name", app.title(), *app_options)
     stack.manage(
-        "add_app_version", "--project", slug, "--appname", "worker", "--version_num", "100",
+        "add_app_version", "--project", slug, "--appname", app, "--version_num", "100",
         "--platform", PLATFORM, "--file", str(WORKER), "--api_version", "7.20.0",
     )  # fmt: skip
     work.mkdir(parents=True, exist_ok=True)
-    (work / "wu.xml").write_text(WU_TEMPLATE)
+    (work / "wu.xml").write_text(wu_template)
     (work / "result.xml").write_text(RESULT_TEMPLATE)
     return f"{stack.base_url}/{slug}/"
 

@@ -35,8 +35,7 @@ from apps.emulator.live import HostHardware, HttpSession, LeanHost, UploadGate, 
 from apps.emulator.live.stream import LeanStream
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
 from apps.work.services import assimilator, transitioner, validator
-from tests.e2e.conftest import PLATFORM, WORKER
-from tests.production.conftest import RESULT_TEMPLATE, sql
+from tests.production.conftest import project_install, sql
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
@@ -104,27 +103,20 @@ class Figures:
     violations: dict[str, list[object]] = field(default_factory=dict)
 
 
-def project_install(stack: Stack, work: Path) -> str:
-    """The project as an operator sets it up: an app whose results need a quorum of two."""
-    stack.manage("make_project", SLUG, "--name", "Fault injection")
-    stack.manage(
-        "add_app", "--project", SLUG, "twin", "--user_friendly_name", "Twin",
+def project_install_with_work(stack: Stack, work: Path) -> str:
+    """The project as an operator sets it up, with an app whose results need a quorum of
+    two, and its workunits; its master URL."""
+    master_url = project_install(
+        stack, SLUG, work, "twin",
         "--min_quorum", "2", "--target_nresults", "2", "--max_error_results", "3",
-        "--max_total_results", "6", "--max_success_results", "4",
+        "--max_total_results", "6", "--max_success_results", "4", wu_template=WU_TEMPLATE,
     )  # fmt: skip
-    stack.manage(
-        "add_app_version", "--project", SLUG, "--appname", "twin", "--version_num", "100",
-        "--platform", PLATFORM, "--file", str(WORKER), "--api_version", "7.20.0",
-    )  # fmt: skip
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "wu.xml").write_text(WU_TEMPLATE)
-    (work / "result.xml").write_text(RESULT_TEMPLATE)
     stack.manage(
         "create_work", "--project", SLUG, "--appname", "twin", "--stdin",
         "--wu_template", str(work / "wu.xml"), "--result_template", str(work / "result.xml"),
         input="".join(f"--wu_name twin_{i:05d}\n" for i in range(WORKUNITS)),
     )  # fmt: skip
-    return f"{stack.base_url}/{SLUG}/"
+    return master_url
 
 
 def hosts_make(stack: Stack, master_url: str) -> list[LeanHost]:
@@ -411,7 +403,7 @@ def test_under_load_restarts_and_kills_lose_nothing_and_the_daemons_catch_up(pro
     stack = production_stack
     figures = Figures()
     started = time.monotonic()
-    master_url = project_install(stack, tmp_path)
+    master_url = project_install_with_work(stack, tmp_path)
     pid = project_id(stack)
     stream = LeanStream(hosts_make(stack, master_url), think=THINK, seed=22)
     figures.setup_seconds = time.monotonic() - started
