@@ -525,10 +525,12 @@ def _receive_locked(
         return UploadOutcome.retry(f"MD5 of {req.name} does not match; upload it again")
     os.replace(partial, project.upload_dir / req.name)
     if not output_file_mark_uploaded(output_id=output.id, nbytes=received, md5_cksum=md5, now=now):
-        # The workunit was purged while the body came in; the file deleter has done with it,
-        # so a file kept now would stay for good.
+        # While the body came in, the result was handed to the file deleter (or purged): it
+        # may already have been through, so a file kept now would stay for good.
         (project.upload_dir / req.name).unlink(missing_ok=True)
-        return UploadOutcome.refuse(f"Unknown file {req.name}")
+        return UploadOutcome.refuse(
+            f"Result {output.result_name} is finished; its files are no longer accepted"
+        )
     return UploadOutcome(UploadStatus.OK)
 
 
@@ -599,11 +601,20 @@ def _write_at(
 def output_file_mark_uploaded(*, output_id: int, nbytes: int, md5_cksum: str, now: datetime) -> bool:
     """The file is complete and intact in the upload area: record it (one statement; the
     upload lock keeps every other uploader of the file out meanwhile). False when the row
-    is gone."""
+    is gone, or its result's files are no longer kept."""
     return (
         execute(
-            "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s",
-            [True, nbytes, md5_cksum, _UPLOAD_TIME.get_db_prep_save(now, connection), output_id],
+            "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s"
+            " AND EXISTS (SELECT 1 FROM work_result r WHERE r.id = work_outputfile.result_id"
+            " AND r.file_delete_state = %s)",
+            [
+                True,
+                nbytes,
+                md5_cksum,
+                _UPLOAD_TIME.get_db_prep_save(now, connection),
+                output_id,
+                FileDeleteState.INIT,
+            ],
         )
         == 1
     )

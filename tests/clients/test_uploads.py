@@ -8,7 +8,7 @@ from apps.projects.models import DaemonRun
 from apps.protocol import UploadStatus
 from apps.scheduler.transfer import partial_path
 from apps.work.domain.states import ErrorMask, FileDeleteState, Outcome, ServerState
-from apps.work.models import OutputFile
+from apps.work.models import OutputFile, Result
 from tests.clients.conftest import md5, post_upload, size_query, upload_body
 
 pytestmark = pytest.mark.django_db
@@ -237,6 +237,27 @@ def test_a_file_whose_row_went_while_it_came_in_is_refused_and_not_kept(client, 
     assert posted.reply.status == UploadStatus.PERMANENT
     assert not stored(project, output.name).exists()
     assert not partial(project, output.name).exists()
+
+
+def test_a_file_whose_result_went_to_the_file_deleter_while_it_came_in_is_refused_and_not_kept(
+    client, project, output, monkeypatch
+):
+    """The file deleter may have been through already: a file stored now would never go."""
+    from apps.scheduler import transfer
+
+    write = transfer._write_at
+
+    def handed_over_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+        written = write(*args, **kwargs)
+        Result.objects.filter(id=output.result_id).update(file_delete_state=FileDeleteState.READY)
+        return written
+
+    monkeypatch.setattr(transfer, "_write_at", handed_over_meanwhile)
+    posted = post_upload(client, project, upload_body(output, DATA))
+    assert posted.reply.status == UploadStatus.PERMANENT
+    assert not stored(project, output.name).exists()
+    output.refresh_from_db()
+    assert output.uploaded is False
 
 
 def test_get_is_405_with_a_permanent_status(client, project):
