@@ -42,7 +42,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from apps.core.stack.databases import (
     PrivatePostgres,
@@ -200,7 +199,7 @@ class Stack:
             CELERY_BROKER_URL=self.redis_url,
             # The rate limits' counters: a Redis database apart from the broker's, on the same
             # server, as the environment example has it.
-            CACHE_URL=_redis_database(self.redis_url, 1),
+            CACHE_URL=with_db(self.redis_url, "1"),
             COBBLESTONE_DATA_DIR=str(self.directory / "data"),
             COBBLESTONE_VAR_DIR=str(self.directory / "var"),
             GUNICORN_BIND=f"127.0.0.1:{self.ports['web']}",
@@ -403,11 +402,6 @@ class Stack:
             "http {\n  include /etc/nginx/mime.types;\n  default_type application/octet-stream;\n  sendfile on;\n"
             f"  access_log {prefix}/access.log;\n{temp}\n  include {site};\n}}\n"
         )
-
-
-def _redis_database(url: str, number: int) -> str:
-    """The Redis URL ``url`` with database ``number`` in place of its own."""
-    return urlunsplit(urlsplit(url)._replace(path=f"/{number}"))
 
 
 def _celery_answers(broker_url: str, node: str) -> bool:

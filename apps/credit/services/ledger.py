@@ -46,7 +46,6 @@ class Ledger:
     """The accounts of a batch's jobs, their teams and per-app rows, locked, credited in
     memory grant by grant (each addition in the order a call per grant made it), then written."""
 
-    app: App
     day: date
     accounts: dict[int, Model]
     teams: dict[int, Model]
@@ -58,7 +57,7 @@ class Ledger:
         accounts = locked_rows(Account, account_ids, _ACCOUNT)
         teams = locked_rows(Team, (a.team_id for a in accounts.values() if isinstance(a, Account)), _TEAM)
         user_app, team_app = _app_credit_rows(app, accounts, teams) if app.project.credit_by_app else ({}, {})
-        return cls(app, now.date(), accounts, teams, user_app, team_app)
+        return cls(now.date(), accounts, teams, user_app, team_app)
 
     def credit(self, account_id: int | None, amount: float, now: float) -> None:
         """One job's credit for its user, the user's team, and their per-app credit."""

@@ -163,11 +163,6 @@ class UploadAttempt:
     permanent: bool = False
 
 
-def upload(session: Session, gate: UploadGate, output: OutputFile) -> str | None:
-    """Upload one output file; return an error text, or None if it was stored or skipped."""
-    return upload_file(session, gate, output).error
-
-
 def upload_file(session: Session, gate: UploadGate, output: OutputFile) -> UploadAttempt:
     """Upload one output file, as the client does: a network failure, an HTTP error status
     or a transient ``<data_server_reply>`` is tried again later; status -1 is a refusal."""
