@@ -350,6 +350,19 @@ def advisory_key(name: str) -> int:
     return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
 
 
+def quoted_table(model: type[models.Model]) -> str:
+    """The model's table, quoted for hand-written SQL."""
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+_DATETIME = models.DateTimeField()
+
+
+def db_datetime(value: datetime | None) -> Any:
+    """A datetime as the ORM would send it (SQLite stores text); None stays NULL."""
+    return None if value is None else _DATETIME.get_db_prep_save(value, connection)
+
+
 def fetch_rows(sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     """Every row of one query, through Django's cursor (so query logging and wrappers see it)."""
     with statement_cursor() as cursor:

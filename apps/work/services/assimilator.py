@@ -61,7 +61,7 @@ from django.utils.module_loading import import_string
 
 from apps.applications.models import App
 from apps.core import clock
-from apps.core.db import ModelColumns, any_of, array_literal, fetch_rows
+from apps.core.db import ModelColumns, any_of, array_literal, db_datetime, fetch_rows, quoted_table
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import AssimilateState, ErrorMask
@@ -208,15 +208,6 @@ def _pass_message(waiting: int, failed: list[str], lost: list[int]) -> str:
     return "; ".join(notes)
 
 
-def _table(model: type[Any]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _db_time(value: datetime) -> object:
-    """A datetime as the ORM would send it (SQLite stores text)."""
-    return Workunit._meta.get_field("assimilate_retry_time").get_db_prep_save(value, connection)
-
-
 def _claim(project: Project, now: datetime, limit: int) -> list[_Claim]:
     """Step 1: the claimed workunits, in the order they are to be handed over."""
     with transaction.atomic():
@@ -225,10 +216,10 @@ def _claim(project: Project, now: datetime, limit: int) -> list[_Claim]:
             return []
         where, params = any_of("id", ids, "bigint")
         rows = fetch_rows(
-            f"UPDATE {_table(Workunit)} SET assimilate_attempts = assimilate_attempts + 1, "
+            f"UPDATE {quoted_table(Workunit)} SET assimilate_attempts = assimilate_attempts + 1, "
             f"assimilate_retry_time = %s WHERE {where} AND assimilate_state = %s "
             "RETURNING id, assimilate_attempts",
-            [_db_time(now + CLAIM_LEASE), *params, READY],
+            [db_datetime(now + CLAIM_LEASE), *params, READY],
         )
     attempts = dict(rows)
     return [_Claim(wu_id, attempts[wu_id]) for wu_id in ids if wu_id in attempts]
@@ -243,12 +234,12 @@ def _due(project: Project, now: datetime, limit: int) -> list[int]:
     by retry time too (all empty): PostgreSQL does not take ``IS NULL`` as fixing the column,
     so ``ORDER BY id`` alone would sort every READY row of the project."""
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    select = f"SELECT id FROM {_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s AND "
+    select = f"SELECT id FROM {quoted_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s AND "
     order = f" ORDER BY assimilate_retry_time, id LIMIT %s{lock}"
     retries = [
         row[0]
         for row in fetch_rows(
-            f"{select}assimilate_retry_time <= %s{order}", [project.id, READY, _db_time(now), limit]
+            f"{select}assimilate_retry_time <= %s{order}", [project.id, READY, db_datetime(now), limit]
         )
     ]
     # Retries take at most half a pass while new work waits: a hook that fails slowly
@@ -276,9 +267,9 @@ class _Batch:
             return
         where, params = any_of("w.id", [c.id for c in claims], "bigint")
         rows = fetch_rows(
-            f"SELECT {_WORKUNIT.sql()}, {_APP.sql()}, {_CANONICAL.sql()} FROM {_table(Workunit)} w "
-            f"JOIN {_table(App)} a ON a.id = w.app_id "
-            f"LEFT JOIN {_table(Result)} c ON c.id = w.canonical_result_id WHERE {where}",
+            f"SELECT {_WORKUNIT.sql()}, {_APP.sql()}, {_CANONICAL.sql()} FROM {quoted_table(Workunit)} w "
+            f"JOIN {quoted_table(App)} a ON a.id = w.app_id "
+            f"LEFT JOIN {quoted_table(Result)} c ON c.id = w.canonical_result_id WHERE {where}",
             params,
         )
         conn = connections[DEFAULT_DB_ALIAS]
@@ -298,7 +289,7 @@ class _Batch:
         if results:
             where, params = any_of("result_id", results, "bigint")
             for result_id, name, optional in fetch_rows(
-                f"SELECT result_id, name, optional FROM {_table(OutputFile)} "
+                f"SELECT result_id, name, optional FROM {quoted_table(OutputFile)} "
                 f"WHERE {where} AND upload = %s ORDER BY result_id, ordinal, id",
                 [*params, True],
             ):
@@ -453,7 +444,7 @@ def _write_claimed(
     are those of ``sets``."""
     source, source_params = _values(rows, ("bigint", "integer", *types))
     sql = (
-        f"WITH v (wu, claim, {', '.join(columns)}) AS ({source}) UPDATE {_table(Workunit)} AS w SET {sets} "
+        f"WITH v (wu, claim, {', '.join(columns)}) AS ({source}) UPDATE {quoted_table(Workunit)} AS w SET {sets} "
         "FROM v WHERE w.id = v.wu AND w.assimilate_attempts = v.claim AND w.assimilate_state = %s "
         "RETURNING id"  # unqualified: SQLite's RETURNING sees only the table written
     )
@@ -467,14 +458,14 @@ def _mark_done(done: Sequence[tuple[_Claim, str]], leased_at: datetime) -> set[i
     )
     rows = [(c.id, c.attempts, path) for c, path in done]
     return _write_claimed(
-        ["path"], ["text"], rows, sets, [int(AssimilateState.DONE), "", _db_time(leased_at)]
+        ["path"], ["text"], rows, sets, [int(AssimilateState.DONE), "", db_datetime(leased_at)]
     )
 
 
 def _mark_failed(failures: Sequence[tuple[_Claim, datetime, Exception]]) -> set[int]:
     """The error for the admin, and a back-off from each failure's time."""
     rows = [
-        (c.id, c.attempts, _db_time(when + retry_delay(c.attempts)), _error_text(exc))
+        (c.id, c.attempts, db_datetime(when + retry_delay(c.attempts)), _error_text(exc))
         for c, when, exc in failures
     ]
     sets = "assimilate_retry_time = v.retry, assimilate_error = v.error"
@@ -484,7 +475,7 @@ def _mark_failed(failures: Sequence[tuple[_Claim, datetime, Exception]]) -> set[
 def _lease_renew(pending: list[_Claim], now: datetime) -> list[_Claim]:
     """A new lease from ``now`` for the workunits not yet handed over, and those of them this
     worker still holds (one whose lease ran out may have gone to another worker)."""
-    rows = [(c.id, c.attempts, _db_time(now + CLAIM_LEASE)) for c in pending]
+    rows = [(c.id, c.attempts, db_datetime(now + CLAIM_LEASE)) for c in pending]
     held = _write_claimed(["lease"], ["timestamptz"], rows, "assimilate_retry_time = v.lease", [])
     return [c for c in pending if c.id in held]
 
@@ -498,9 +489,9 @@ def _error_text(exc: Exception) -> str:
 def _waiting_count(project: Project, now: datetime) -> int:
     """READY workunits backing off after a failed hook (or leased by a worker running it)."""
     rows = fetch_rows(
-        f"SELECT count(*) FROM {_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s "
+        f"SELECT count(*) FROM {quoted_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s "
         "AND assimilate_retry_time > %s",
-        [project.id, READY, _db_time(now)],
+        [project.id, READY, db_datetime(now)],
     )
     return int(rows[0][0])
 

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from apps.core import clock
-from apps.core.db import any_of, execute, fetch_rows
+from apps.core.db import any_of, execute, fetch_rows, quoted_table
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.protocol.filenames import partial_upload_name
@@ -58,10 +58,6 @@ def files_delete(*, project: Project, now: datetime | None = None, limit: int | 
     states = _workunits_files_delete(project, limit) + _results_files_delete(project, 3 * limit)
     items = len(states) + _deferred_input_files_delete(project, limit)
     return DaemonPass(items=items, errors=states.count(ERROR))
-
-
-def _table(model: type[Any]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
 
 
 def _skip_locked() -> str:
@@ -94,7 +90,7 @@ class _InputFiles:
         self.download_dir = project.download_dir
         self.batch = batch
         rows = fetch_rows(
-            f"SELECT id, name, sticky, no_delete, gzip, file_delete_state FROM {_table(InputFile)} "
+            f"SELECT id, name, sticky, no_delete, gzip, file_delete_state FROM {quoted_table(InputFile)} "
             f"WHERE {where} ORDER BY id{tail}",
             params,
         )
@@ -113,7 +109,7 @@ class _InputFiles:
             locality = django_apps.get_model("locality", "LocalityFile")
             where, params = any_of("name", sticky, "text")
             rows = fetch_rows(
-                f"SELECT name FROM {_table(locality)} WHERE project_id = %s AND in_working_set = %s AND {where}",
+                f"SELECT name FROM {quoted_table(locality)} WHERE project_id = %s AND in_working_set = %s AND {where}",
                 [project.id, True, *params],
             )
             self.working_set = {row[0] for row in rows}
@@ -129,8 +125,8 @@ class _InputFiles:
             )
             outside = f" AND NOT ({outside})"
         rows = fetch_rows(
-            f"SELECT f.id FROM {_table(InputFile)} f WHERE {where} AND EXISTS (SELECT 1 FROM "
-            f"{_table(WorkunitFileRef)} r JOIN {_table(Workunit)} w ON w.id = r.workunit_id "
+            f"SELECT f.id FROM {quoted_table(InputFile)} f WHERE {where} AND EXISTS (SELECT 1 FROM "
+            f"{quoted_table(WorkunitFileRef)} r JOIN {quoted_table(Workunit)} w ON w.id = r.workunit_id "
             f"WHERE r.file_id = f.id AND w.file_delete_state NOT IN (%s, %s){outside})",
             [*params, DONE, ERROR, *outside_params],
         )
@@ -171,7 +167,7 @@ def _states_write(model: type[Any], states: dict[int, int]) -> None:
         by_state.setdefault(state, []).append(row_id)
     for state, ids in by_state.items():
         where, params = any_of("id", ids, "bigint")
-        execute(f"UPDATE {_table(model)} SET file_delete_state = %s WHERE {where}", [state, *params])
+        execute(f"UPDATE {quoted_table(model)} SET file_delete_state = %s WHERE {where}", [state, *params])
 
 
 def _unlink(path: Path) -> bool:
@@ -187,7 +183,7 @@ def _workunits_files_delete(project: Project, limit: int) -> list[int]:
     """Step 1; the states the workunits got."""
     with transaction.atomic():
         rows = fetch_rows(
-            f"SELECT id, name FROM {_table(Workunit)} WHERE project_id = %s AND file_delete_state = %s "
+            f"SELECT id, name FROM {quoted_table(Workunit)} WHERE project_id = %s AND file_delete_state = %s "
             f"ORDER BY id LIMIT %s{_skip_locked()}",
             [project.id, READY, limit],
         )
@@ -196,7 +192,7 @@ def _workunits_files_delete(project: Project, limit: int) -> list[int]:
         where, params = any_of("workunit_id", [wu_id for wu_id, _name in rows], "bigint")
         users: dict[int, set[int]] = {}  # file -> the batch's workunits using it
         for wu_id, file_id in fetch_rows(
-            f"SELECT workunit_id, file_id FROM {_table(WorkunitFileRef)} WHERE {where}", params
+            f"SELECT workunit_id, file_id FROM {quoted_table(WorkunitFileRef)} WHERE {where}", params
         ):
             users.setdefault(file_id, set()).add(wu_id)
         # A workunit named *nodelete* keeps its files (but uses them until it is through).
@@ -229,7 +225,7 @@ def _results_files_delete(project: Project, limit: int) -> list[int]:
         ids = [
             row[0]
             for row in fetch_rows(
-                f"SELECT id FROM {_table(Result)} WHERE project_id = %s AND file_delete_state = %s "
+                f"SELECT id FROM {quoted_table(Result)} WHERE project_id = %s AND file_delete_state = %s "
                 f"ORDER BY id LIMIT %s{_skip_locked()}",
                 [project.id, READY, limit],
             )
@@ -239,7 +235,8 @@ def _results_files_delete(project: Project, limit: int) -> list[int]:
         where, params = any_of("result_id", ids, "bigint")
         names: dict[int, list[str]] = {}
         for result_id, name in fetch_rows(
-            f"SELECT result_id, name FROM {_table(OutputFile)} WHERE {where} AND upload = %s", [*params, True]
+            f"SELECT result_id, name FROM {quoted_table(OutputFile)} WHERE {where} AND upload = %s",
+            [*params, True],
         ):
             names.setdefault(result_id, []).append(name)
         upload_dir = project.upload_dir

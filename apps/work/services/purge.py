@@ -43,7 +43,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 
 from apps.core import clock
-from apps.core.db import ModelColumns, any_of, execute, fetch_rows
+from apps.core.db import ModelColumns, any_of, db_datetime, execute, fetch_rows, quoted_table
 from apps.projects.models import DaemonRun, Project
 from apps.projects.services import DaemonPass, daemon_lock
 from apps.work.domain.states import FileDeleteState, SequenceState
@@ -84,33 +84,24 @@ def workunits_purge(
     return DaemonPass(items=len(wus) + orphans, message=f"{len(wus)} workunits archived")
 
 
-def _table(model: type[Any]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _db_time(value: datetime) -> object:
-    """A datetime as the ORM would send it (SQLite stores text)."""
-    return Workunit._meta.get_field("create_time").get_db_prep_save(value, connection)
-
-
 def _purgeable_lock(project: Project, cutoff: datetime, limit: int) -> list[Workunit]:
     """Step 1: the workunits to purge, every column, in id order."""
     sequences = Workunit._meta.get_field("sequence").related_model
     lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()} FROM {_table(Workunit)} w "
-        f"LEFT JOIN {_table(sequences)} s ON s.id = w.sequence_id "
+        f"SELECT {_WORKUNIT.sql()} FROM {quoted_table(Workunit)} w "
+        f"LEFT JOIN {quoted_table(sequences)} s ON s.id = w.sequence_id "
         "WHERE w.project_id = %s AND w.file_delete_state = %s AND w.create_time <= %s "
         "AND (w.sequence_id IS NULL OR s.state IN (%s, %s)) "
-        f"AND NOT EXISTS (SELECT 1 FROM {_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s) "
+        f"AND NOT EXISTS (SELECT 1 FROM {quoted_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s) "
         f"ORDER BY w.id LIMIT %s{lock}",
         [
             project.id,
             DONE,
-            _db_time(cutoff),
+            db_datetime(cutoff),
             int(SequenceState.ENDED),
             int(SequenceState.ERROR),
-            _db_time(cutoff),
+            db_datetime(cutoff),
             limit,
         ],
     )
@@ -160,8 +151,8 @@ def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
     where, params = any_of("r.workunit_id", [wu.id for wu in wus], "bigint")
     inputs: dict[int, list[dict[str, Any]]] = {}
     for wu_id, name, md5, nbytes, open_name in fetch_rows(
-        f"SELECT r.workunit_id, f.name, f.md5_cksum, f.nbytes, r.open_name FROM {_table(WorkunitFileRef)} r "
-        f"JOIN {_table(InputFile)} f ON f.id = r.file_id WHERE {where} ORDER BY r.workunit_id, r.ordinal",
+        f"SELECT r.workunit_id, f.name, f.md5_cksum, f.nbytes, r.open_name FROM {quoted_table(WorkunitFileRef)} r "
+        f"JOIN {quoted_table(InputFile)} f ON f.id = r.file_id WHERE {where} ORDER BY r.workunit_id, r.ordinal",
         params,
     ):
         inputs.setdefault(wu_id, []).append(
@@ -169,8 +160,8 @@ def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
         )
     outputs: dict[int, list[dict[str, Any]]] = {}
     for result_id, name, nbytes, md5, uploaded in fetch_rows(
-        f"SELECT f.result_id, f.name, f.nbytes, f.md5_cksum, f.uploaded FROM {_table(OutputFile)} f "
-        f"JOIN {_table(Result)} r ON r.id = f.result_id WHERE {where} ORDER BY f.result_id, f.ordinal, f.id",
+        f"SELECT f.result_id, f.name, f.nbytes, f.md5_cksum, f.uploaded FROM {quoted_table(OutputFile)} f "
+        f"JOIN {quoted_table(Result)} r ON r.id = f.result_id WHERE {where} ORDER BY f.result_id, f.ordinal, f.id",
         params,
     ):
         outputs.setdefault(result_id, []).append(
@@ -179,7 +170,7 @@ def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
     conn = connections[DEFAULT_DB_ALIAS]
     results: dict[int, list[dict[str, Any]]] = {}
     for row in fetch_rows(
-        f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE {where} ORDER BY r.id", params
+        f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {where} ORDER BY r.id", params
     ):
         result = _RESULT.build(row, 0, conn)
         record = _columns(result, _RESULT)
@@ -227,7 +218,7 @@ def _links_clear(model: type[models.Model], ids: list[int], purged: list[int]) -
         if related is Workunit:
             kept, kept_params = any_of("id", purged, "bigint")
             where, params = f"{where} AND NOT ({kept})", [*params, *kept_params]
-        execute(f"UPDATE {_table(related)} SET {column} = NULL WHERE {where}", params)
+        execute(f"UPDATE {quoted_table(related)} SET {column} = NULL WHERE {where}", params)
 
 
 def _workunits_delete(wu_ids: list[int]) -> None:
@@ -235,16 +226,16 @@ def _workunits_delete(wu_ids: list[int]) -> None:
     workunits and results, which point at each other, go in any order."""
     where, params = any_of("workunit_id", wu_ids, "bigint")
     result_ids = [
-        row[0] for row in fetch_rows(f"DELETE FROM {_table(Result)} WHERE {where} RETURNING id", params)
+        row[0] for row in fetch_rows(f"DELETE FROM {quoted_table(Result)} WHERE {where} RETURNING id", params)
     ]
     if result_ids:
         by_result, result_params = any_of("result_id", result_ids, "bigint")
-        execute(f"DELETE FROM {_table(OutputFile)} WHERE {by_result}", result_params)
+        execute(f"DELETE FROM {quoted_table(OutputFile)} WHERE {by_result}", result_params)
         _links_clear(Result, result_ids, wu_ids)
-    execute(f"DELETE FROM {_table(WorkunitFileRef)} WHERE {where}", params)
+    execute(f"DELETE FROM {quoted_table(WorkunitFileRef)} WHERE {where}", params)
     _links_clear(Workunit, wu_ids, wu_ids)
     by_id, id_params = any_of("id", wu_ids, "bigint")
-    execute(f"DELETE FROM {_table(Workunit)} WHERE {by_id}", id_params)
+    execute(f"DELETE FROM {quoted_table(Workunit)} WHERE {by_id}", id_params)
 
 
 def _orphan_input_files_delete(project: Project) -> int:
@@ -255,8 +246,8 @@ def _orphan_input_files_delete(project: Project) -> int:
         ids = [
             row[0]
             for row in fetch_rows(
-                f"DELETE FROM {_table(InputFile)} WHERE project_id = %s AND file_delete_state = %s AND NOT EXISTS "
-                f"(SELECT 1 FROM {_table(WorkunitFileRef)} r WHERE r.file_id = {_table(InputFile)}.id) RETURNING id",
+                f"DELETE FROM {quoted_table(InputFile)} WHERE project_id = %s AND file_delete_state = %s AND NOT EXISTS "
+                f"(SELECT 1 FROM {quoted_table(WorkunitFileRef)} r WHERE r.file_id = {quoted_table(InputFile)}.id) RETURNING id",
                 [project.id, DONE],
             )
         ]

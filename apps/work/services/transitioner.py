@@ -36,14 +36,21 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Model
 
 from apps.core import clock
-from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, fetch_rows, update_rows
+from apps.core.db import (
+    ModelColumns,
+    WriteBatch,
+    any_of,
+    array_literal,
+    db_datetime,
+    fetch_rows,
+    quoted_table,
+    update_rows,
+)
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
 from apps.projects.models import Project
@@ -204,7 +211,7 @@ def _claim_due(project_id: int, now: datetime, size: int) -> list[Claim]:
     """Claim up to ``size`` of the project's due workunits, oldest first (step 1)."""
     lease = _lease(now)
     if connection.vendor == "postgresql":
-        table = _table(Workunit)
+        table = quoted_table(Workunit)
         rows = fetch_rows(
             f"WITH due AS (SELECT id, transition_time FROM {table} WHERE project_id = %s"
             " AND transition_time <= %s ORDER BY transition_time, id LIMIT %s FOR UPDATE SKIP LOCKED)"
@@ -273,17 +280,13 @@ def workunits_transition_batch(claims: Sequence[Claim], now: datetime) -> list[T
     ]
 
 
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
 def _locked_results(workunit_ids: list[int]) -> dict[int, list[Result]]:
     """The workunits' results by workunit, locked FOR UPDATE in id order (SQLite has no row
     locks: its IMMEDIATE transactions hold the database's write lock)."""
     where, params = any_of("r.workunit_id", workunit_ids, "bigint")
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     rows = fetch_rows(
-        f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE {where} ORDER BY r.id{lock}", params
+        f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {where} ORDER BY r.id{lock}", params
     )
     by_workunit: dict[int, list[Result]] = {}
     for row in rows:
@@ -297,8 +300,8 @@ def _workunits(workunit_ids: list[int]) -> list[tuple[Workunit, TransitionConfig
     period in seconds)."""
     where, params = any_of("w.id", workunit_ids, "bigint")
     rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()}, p.report_grace_period, p.delete_delay_hours FROM {_table(Workunit)} w"
-        f" JOIN {_table(Project)} p ON p.id = w.project_id WHERE {where} ORDER BY w.id",
+        f"SELECT {_WORKUNIT.sql()}, p.report_grace_period, p.delete_delay_hours FROM {quoted_table(Workunit)} w"
+        f" JOIN {quoted_table(Project)} p ON p.id = w.project_id WHERE {where} ORDER BY w.id",
         params,
     )
     configs: dict[float, TransitionConfig] = {}
@@ -443,12 +446,11 @@ def _apply_workunits(plans: _Planned, claims: Mapping[int, Claim], now: datetime
     """
     if not plans:
         return
-    field = Workunit._meta.get_field("transition_time")
     rows = [
         (
             wu.id,
-            _db_time(field, claims[wu.id].lease),
-            _db_time(field, _next_time(plan, now, claims[wu.id].lag)),
+            db_datetime(claims[wu.id].lease),
+            db_datetime(_next_time(plan, now, claims[wu.id].lag)),
             int(plan.error_mask_set),
             plan.set_need_validate,
             plan.assimilate_ready,
@@ -458,7 +460,7 @@ def _apply_workunits(plans: _Planned, claims: Mapping[int, Claim], now: datetime
         )
         for wu, _rows, plan in plans
     ]
-    table, names = _table(Workunit), ", ".join(name for name, _type in _WORKUNIT_VALUES)
+    table, names = quoted_table(Workunit), ", ".join(name for name, _type in _WORKUNIT_VALUES)
     written, keys = Workunit._meta.db_table, frozenset(row[0] for row in rows)
     if connection.vendor == "postgresql":
         # The rows travel as one array per column: one statement of one shape.
@@ -481,11 +483,6 @@ def _apply_workunits(plans: _Planned, claims: Mapping[int, Claim], now: datetime
             table=written,
             keys=keys,
         )
-
-
-def _db_time(field: Any, value: datetime | None) -> Any:
-    """A datetime as the ORM would send it (SQLite stores text); None stays NULL."""
-    return None if value is None else field.get_db_prep_save(value, connection)
 
 
 def _next_time(plan: TransitionPlan, now: datetime, lag: timedelta) -> datetime | None:

@@ -39,11 +39,20 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Model
 
 from apps.applications.models import App
 from apps.core import clock
-from apps.core.db import ModelColumns, any_of, array_literal, execute, execute_many, fetch_rows, update_rows
+from apps.core.db import (
+    ModelColumns,
+    any_of,
+    array_literal,
+    db_datetime,
+    execute,
+    execute_many,
+    fetch_rows,
+    quoted_table,
+    update_rows,
+)
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import CreditJob, CreditWorkunit, JudgedWorkunit, credit_grant_batch
 from apps.projects.models import Project
@@ -140,15 +149,6 @@ _APP = ModelColumns(App, "a")
 _PROJECT = ModelColumns(Project, "p")
 
 
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _db_time(value: datetime | None) -> object:
-    """A datetime as the ORM would send it (SQLite stores text)."""
-    return Workunit._meta.get_field("transition_time").get_db_prep_save(value, connection)
-
-
 @dataclass(frozen=True, slots=True)
 class ValidationOutcome:
     workunit_id: int
@@ -198,8 +198,8 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
     transitioner's commit would write its planned time over the claim and leave nobody to
     flag the workunit again. The claim commits at once; workunits another validator holds or
     has claimed are skipped."""
-    lease = _db_time(now + CLAIM_LEASE)
-    table = _table(Workunit)
+    lease = db_datetime(now + CLAIM_LEASE)
+    table = quoted_table(Workunit)
     new_time = (
         "CASE WHEN w.transition_time IS NULL OR w.transition_time > %s THEN %s ELSE w.transition_time END"
     )
@@ -208,7 +208,7 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
         rows = fetch_rows(
             f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
             f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {_CLAIMED.sql()}",
-            [_db_time(now), lease, app_id, limit],
+            [db_datetime(now), lease, app_id, limit],
         )
     else:
         # SQLite has one writer: the transaction holds the write lock from its start, so the
@@ -220,7 +220,7 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
             ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
             execute(
                 f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
-                [False, _db_time(now), lease, *id_params],
+                [False, db_datetime(now), lease, *id_params],
             )
     claimed = [_CLAIMED.build(row) for row in rows]
     return sorted((Claimed(wu.id, wu.transition_time) for wu in claimed), key=lambda c: c.id)
@@ -278,8 +278,8 @@ def _retry_later(claimed: Sequence[Claimed], now: datetime) -> None:
     for c in claimed:
         current = int(c.transition_time.timestamp()) if c.transition_time is not None else TRANSITION_NEVER
         retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
-        params.append([_db_time(retry), c.id])
-    execute_many(f"UPDATE {_table(Workunit)} SET transition_time = %s WHERE id = %s", params)
+        params.append([db_datetime(retry), c.id])
+    execute_many(f"UPDATE {quoted_table(Workunit)} SET transition_time = %s WHERE id = %s", params)
 
 
 def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
@@ -354,7 +354,7 @@ def _locked_results(wu_ids: Sequence[int]) -> list[Result]:
     (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock)."""
     cond, params = any_of("r.workunit_id", list(wu_ids), "bigint")
     lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
-    sql = f"SELECT {_RESULT.sql()} FROM {_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
+    sql = f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
     return [_RESULT.build(row) for row in fetch_rows(sql, params)]
 
 
@@ -364,7 +364,7 @@ def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
     wus = [
         _WORKUNIT.build(row)
         for row in fetch_rows(
-            f"SELECT {_WORKUNIT.sql()} FROM {_table(Workunit)} w WHERE {cond} ORDER BY w.id", params
+            f"SELECT {_WORKUNIT.sql()} FROM {quoted_table(Workunit)} w WHERE {cond} ORDER BY w.id", params
         )
     ]
     if len(wus) < len(set(wu_ids)):
@@ -372,7 +372,7 @@ def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
         raise Workunit.DoesNotExist(f"workunits {missing} do not exist")
     cond, params = any_of("a.id", sorted({wu.app_id for wu in wus}), "bigint")
     apps: dict[int, App] = {}
-    sql = f"SELECT {_APP.sql()}, {_PROJECT.sql()} FROM {_table(App)} a JOIN {_table(Project)} p ON p.id = a.project_id WHERE {cond}"
+    sql = f"SELECT {_APP.sql()}, {_PROJECT.sql()} FROM {quoted_table(App)} a JOIN {quoted_table(Project)} p ON p.id = a.project_id WHERE {cond}"
     for row in fetch_rows(sql, params):
         app = _APP.build(row)
         app.project = _PROJECT.build(row, _APP.width)
@@ -509,7 +509,7 @@ def _unsent_withdraw(wu_ids: list[int]) -> None:
         return
     cond, params = any_of("workunit_id", wu_ids, "bigint")
     execute(
-        f"UPDATE {_table(Result)} SET server_state = %s, outcome = %s WHERE {cond} AND server_state IN (%s, %s)",
+        f"UPDATE {quoted_table(Result)} SET server_state = %s, outcome = %s WHERE {cond} AND server_state IN (%s, %s)",
         [
             int(ServerState.OVER),
             int(Outcome.DIDNT_NEED),
@@ -566,7 +566,7 @@ def _workunits_write(judging: list[_Judging], granted: dict[int, float]) -> None
     if not rows:
         return
     sets_params = [False, int(AssimilateState.INIT), int(AssimilateState.READY)]
-    table, names = _table(Workunit), ", ".join(name for name, _ in _WORKUNIT_VALUES)
+    table, names = quoted_table(Workunit), ", ".join(name for name, _ in _WORKUNIT_VALUES)
     if connection.vendor == "postgresql":
         arrays = ", ".join(f"%s::{kind}[]" for _, kind in _WORKUNIT_VALUES)
         execute(
@@ -605,5 +605,5 @@ def _workunit_values(j: _Judging, granted: dict[int, float]) -> list[Any]:
         int(plan.error_mask_set),
         plan.target_nresults,
         when is not None,
-        _db_time(new_time),
+        db_datetime(new_time),
     ]
