@@ -1,6 +1,6 @@
 """Writes on workunits and results; each service opens its own transaction."""
 
-from apps.work.services.assimilator import workunit_assimilate, workunits_assimilate
+from apps.work.services.assimilator import workunits_assimilate
 from apps.work.services.cancel import workunit_cancel, workunit_cancel_batch
 from apps.work.services.create import (
     InputSpec,
@@ -23,7 +23,6 @@ __all__ = [
     "WorkError",
     "files_delete",
     "result_create",
-    "workunit_assimilate",
     "workunit_cancel",
     "workunit_cancel_batch",
     "workunit_create",

@@ -65,7 +65,8 @@ from apps.core.db import ModelColumns, any_of, array_literal, db_datetime, fetch
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import AssimilateState, ErrorMask
-from apps.work.models import OutputFile, Result, Workunit
+from apps.work.models import Result, Workunit
+from apps.work.services.comparisons import OutputNames, output_files_of
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +262,7 @@ class _Batch:
     def __init__(self, project: Project, claims: Sequence[_Claim]) -> None:
         self.project = project
         self.workunits: dict[int, Workunit] = {}
-        self.outputs: dict[int, list[tuple[str, bool]]] = {}
+        self.outputs: dict[int, OutputNames] = {}
         self._hooks: dict[str, AssimilateHook] = {}
         if not claims:
             return
@@ -285,15 +286,9 @@ class _Batch:
             for name, value in (("project", project), ("app", app), ("canonical_result", canonical)):
                 _RELATIONS[name].set_cached_value(wu, value)
             self.workunits[wu.id] = wu
-        results = [wu.canonical_result_id for wu in self.workunits.values() if wu.canonical_result_id]
-        if results:
-            where, params = any_of("result_id", results, "bigint")
-            for result_id, name, optional in fetch_rows(
-                f"SELECT result_id, name, optional FROM {quoted_table(OutputFile)} "
-                f"WHERE {where} AND upload = %s ORDER BY result_id, ordinal, id",
-                [*params, True],
-            ):
-                self.outputs.setdefault(result_id, []).append((name, bool(optional)))
+        self.outputs = output_files_of(
+            [wu.canonical_result_id for wu in self.workunits.values() if wu.canonical_result_id]
+        )
 
     def hook(self, app: App) -> AssimilateHook:
         found = self._hooks.get(app.assimilator)
@@ -494,23 +489,3 @@ def _waiting_count(project: Project, now: datetime) -> int:
         [project.id, READY, db_datetime(now)],
     )
     return int(rows[0][0])
-
-
-def workunit_assimilate(*, workunit_id: int, now: datetime, attempts: int | None = None) -> bool:
-    """Call the hook of one READY workunit and mark it DONE, in one transaction; False if it
-    is not READY or, given the ``attempts`` a claim set, another worker has claimed it
-    since. A hook's exception is raised."""
-    found = Workunit.objects.filter(id=workunit_id, assimilate_state=READY).select_related("project").first()
-    if found is None or (attempts is not None and found.assimilate_attempts != attempts):
-        return False
-    claim = _Claim(found.id, found.assimilate_attempts)
-    batch = _Batch(found.project, [claim])
-    wu = batch.workunits[claim.id]
-    try:
-        with transaction.atomic():
-            path = batch.hook(wu.app)(wu, wu.canonical_result, batch.output_paths(wu))
-            if not _mark_done([(claim, str(path or "")[:500])], now):
-                raise _ClaimLost  # what the hook wrote in the transaction goes
-    except _ClaimLost:
-        return False
-    return True

@@ -13,10 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import connection
-
 from apps.applications.models import App
-from apps.core.db import any_of, fetch_rows
+from apps.core.db import any_of, fetch_rows, quoted_table
 from apps.projects.models import Project
 from apps.work.domain.validation import bitwise_equal, tolerant_numeric_equal
 from apps.work.models import OutputFile
@@ -84,9 +82,8 @@ def output_files_of(result_ids: Sequence[int]) -> dict[int, OutputNames]:
     if not files:
         return files
     cond, params = any_of("f.result_id", sorted(files), "bigint")
-    table = connection.ops.quote_name(OutputFile._meta.db_table)
     sql = (
-        f"SELECT f.result_id, f.name, f.optional FROM {table} f "
+        f"SELECT f.result_id, f.name, f.optional FROM {quoted_table(OutputFile)} f "
         f"WHERE {cond} AND f.upload = %s ORDER BY f.result_id, f.ordinal"
     )
     for result_id, name, optional in fetch_rows(sql, [*params, True]):
