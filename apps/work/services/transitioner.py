@@ -268,13 +268,16 @@ def workunits_transition_batch(claims: Sequence[Claim], now: datetime) -> list[T
             )
         # Nothing below reads what these write: they wait in ``writes`` and go together.
         writes = WriteBatch()
-        timed_out = _apply_results(plans, now, writes)
+        _apply_results(plans, now, writes)
         _create_results(plans, writes)
         _apply_workunits(plans, by_id, now, writes)
         writes.flush()
     return [
         TransitionOutcome(
-            wu.id, not _is_only_time(plan), timed_out=timed_out.get(wu.id, 0), created=plan.n_new_results
+            wu.id,
+            not _is_only_time(plan),
+            timed_out=len(plan.timed_out_result_ids),
+            created=plan.n_new_results,
         )
         for wu, _rows, plan in plans
     ]
@@ -357,9 +360,9 @@ def result_snapshot(r: Result, grace_seconds: float) -> ResultSnapshot:
 _Planned = Sequence[tuple[Workunit, list[Result], TransitionPlan]]
 
 
-def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[int, int]:
+def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> None:
     """The results' new states, in one statement for the batch (in ``writes``); the hosts of
-    timed-out results judged. Returns the number timed out by workunit.
+    timed-out results judged.
 
     The rows were read under lock in this transaction, so the plan's preconditions (in
     progress, unsent or inactive, unchecked, files not yet READY) still hold and the states
@@ -367,7 +370,6 @@ def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[i
     """
     changed: dict[int, Result] = {}
     timed_out: list[HostOutcome] = []
-    counts: dict[int, int] = {}
     for wu, rows, plan in plans:
         if not (
             plan.timed_out_result_ids
@@ -381,7 +383,6 @@ def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[i
             r = changed[rid] = by_id[rid]
             r.server_state, r.outcome = int(ServerState.OVER), int(Outcome.NO_REPLY)
             timed_out += host_outcomes([r], outcome=JobOutcome.TIMEOUT, delay_bound=wu.delay_bound)
-        counts[wu.id] = len(plan.timed_out_result_ids)
         for rid in plan.didnt_need_result_ids:
             # INACTIVE results (sequence steps not yet released) are withdrawn like unsent ones.
             r = changed[rid] = by_id[rid]
@@ -396,7 +397,6 @@ def _apply_results(plans: _Planned, now: datetime, writes: WriteBatch) -> dict[i
     # One call for the batch; each outcome carries its own job's delay bound (the turnaround
     # average takes the delay bound of the job that timed out).
     host_app_versions_record_outcomes(outcomes=timed_out, now=now)
-    return counts
 
 
 def _create_results(plans: _Planned, writes: WriteBatch) -> None:
