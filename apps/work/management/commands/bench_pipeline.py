@@ -547,9 +547,9 @@ def _first_dispatch(db_url: str, deadline: float) -> float:
     """The time at which the clients' first RPC had been given a job."""
     while time.monotonic() < deadline:
         if _query(db_url, "SELECT EXISTS (SELECT 1 FROM work_result WHERE server_state <> 2)")[0][0]:
-            break
+            return time.monotonic()
         time.sleep(0.02)
-    return time.monotonic()
+    raise RuntimeError("no job was dispatched before the timeout: the clients could not fetch work")
 
 
 def _purge_all(broker: Any, queue: str, db_url: str, deadline: float) -> None:
