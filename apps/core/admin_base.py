@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
 from django.db import DataError, NotSupportedError, OperationalError, connections, router, transaction
@@ -146,10 +147,24 @@ def _savepoint(model: type[Model]) -> AbstractContextManager[Any]:
     return transaction.atomic(using=using) if connections[using].in_atomic_block else nullcontext()
 
 
+class StaffLoginForm(AdminAuthenticationForm):
+    """The admin's log-in form, saying how long to wait when the log-in limits refused the
+    attempt (the authentication backend leaves the text on the request) instead of calling
+    the password wrong."""
+
+    def get_invalid_login_error(self) -> forms.ValidationError:
+        refusal = getattr(self.request, "login_refusal", None)
+        if refusal:
+            return forms.ValidationError(refusal, code="too_many_attempts")
+        return super().get_invalid_login_error()
+
+
 class GuardedAdminSite(admin.AdminSite):
     """The admin site (``admin.site``, through ``apps.core.admin_apps``). Every ModelAdmin
     registered on it, the project's and the third-party ones (auth, Celery beat and results)
     alike, is given ``HostileInputGuard``, so a new admin is guarded without doing anything."""
+
+    login_form = StaffLoginForm
 
     def register(
         self,

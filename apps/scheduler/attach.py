@@ -32,8 +32,8 @@ from apps.protocol import (
     render_project_config,
     xml_fragment_problem,
 )
-from apps.scheduler.ratelimits import login_failed, login_wait, signup_wait, wait_text
-from apps.volunteers.models import Account, Team, make_passwd_hash
+from apps.scheduler.ratelimits import login_failed, login_succeeded, login_wait, signup_wait, wait_text
+from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash_dummy_check
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +126,8 @@ def account_lookup(*, project: Project, email_addr: str, passwd_hash: str | None
         raise AccountRpcError(WebRpcError.PROJECT_DOWN)
     account = account_find(project=project, email_addr=email_addr)
     if account is None:
+        if passwd_hash is not None:
+            passwd_hash_dummy_check(normalize_hash(passwd_hash))
         raise AccountRpcError(WebRpcError.NOT_FOUND)
     if passwd_hash is None:
         return None
@@ -177,7 +179,7 @@ def account_create(
     stored_hash = make_passwd_hash(digest)
     try:
         with transaction.atomic():
-            team = Team.objects.filter(project=project, name=team_name.strip()).first() if team_name else None
+            team = _joinable_team(project, team_name)
             account = Account.objects.create(
                 project=project,
                 name=user_name,
@@ -194,6 +196,14 @@ def account_create(
         return _existing_account(existing, digest), False
     logger.info("project %s: account %s created", project.slug, account.pk)
     return account, True
+
+
+def _joinable_team(project: Project, team_name: str) -> Team | None:
+    """The team a new account joins by name: none if no team has it or the team takes no new
+    members (the account is made without a team, as BOINC's create_account.php does)."""
+    if not team_name.strip():
+        return None
+    return Team.objects.filter(project=project, name=team_name.strip(), joinable=True).first()
 
 
 def _existing_account(account: Account, digest: str) -> Account:
@@ -319,10 +329,9 @@ def get_project_config(request: HttpRequest, project: Project) -> bytes:
 @_web_rpc
 def lookup_account(request: HttpRequest, project: Project) -> bytes:
     email = _required(request, "email_addr")
-    with login_attempt(request, email):
-        account = account_lookup(
-            project=project, email_addr=email, passwd_hash=_param(request, "passwd_hash") or None
-        )
+    digest = _param(request, "passwd_hash") or None
+    with login_attempt(request, email, proves_password=digest is not None):
+        account = account_lookup(project=project, email_addr=email, passwd_hash=digest)
     return render_account_out(None if account is None else account.authenticator)
 
 
@@ -345,8 +354,9 @@ def create_account(request: HttpRequest, project: Project) -> bytes:
 
 
 @contextmanager
-def login_attempt(request: HttpRequest, email: str) -> Iterator[None]:
-    """Refuse the attempt if its limits are reached; count it if it fails as a log-in."""
+def login_attempt(request: HttpRequest, email: str, *, proves_password: bool = True) -> Iterator[None]:
+    """Refuse the attempt if its limits are reached; count it if it fails as a log-in. A
+    success that checked the password makes this client known to the account."""
     wait = login_wait(request, email)
     if wait is not None:
         raise too_many_attempts(wait)
@@ -356,6 +366,8 @@ def login_attempt(request: HttpRequest, email: str) -> Iterator[None]:
         if exc.error_num in LOGIN_FAILURES:
             login_failed(request, email)
         raise
+    if proves_password:
+        login_succeeded(request, email)
 
 
 @_web_rpc
