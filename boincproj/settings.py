@@ -98,6 +98,9 @@ INSTALLED_APPS = [
     "health_check",
     "django_celery_beat",
     "django_celery_results",
+    # Two-factor log-in for staff (TOTP); enforced only with COBBLESTONE_STAFF_OTP.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "apps.core",
     "apps.projects",
     "apps.volunteers",
@@ -122,6 +125,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(), for COBBLESTONE_STAFF_OTP
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -199,6 +203,12 @@ PASSWORD_HASHERS = [
 
 # Staff log-ins (the admin's and the API's HTTP Basic) counted and limited as volunteers' are.
 AUTHENTICATION_BACKENDS = ["apps.ops.staff_auth.RateLimitedModelBackend"]
+
+# Two-factor authentication for staff (recommended in production): the admin asks for a
+# one-time password from a TOTP device (enrolled in the admin under TOTP devices) and the API
+# takes only the admin's verified session, no HTTP Basic. Enroll the devices, then turn it on.
+COBBLESTONE_STAFF_OTP = env_bool("COBBLESTONE_STAFF_OTP", False)
+OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", "Cobblestone")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
