@@ -33,7 +33,8 @@ from apps.protocol import (
     xml_fragment_problem,
 )
 from apps.scheduler.ratelimits import login_failed, login_succeeded, login_wait, signup_wait, wait_text
-from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash_dummy_check
+from apps.volunteers.models import Account, make_passwd_hash, passwd_hash_dummy_check
+from apps.volunteers.services import team_joinable_named
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +180,9 @@ def account_create(
     stored_hash = make_passwd_hash(digest)
     try:
         with transaction.atomic():
-            team = _joinable_team(project, team_name)
+            # A team closed to new members is not joined; the account is made without one,
+            # as BOINC's create_account.php makes it.
+            team = team_joinable_named(project_id=project.pk, name=team_name)
             account = Account.objects.create(
                 project=project,
                 name=user_name,
@@ -196,14 +199,6 @@ def account_create(
         return _existing_account(existing, digest), False
     logger.info("project %s: account %s created", project.slug, account.pk)
     return account, True
-
-
-def _joinable_team(project: Project, team_name: str) -> Team | None:
-    """The team a new account joins by name: none if no team has it or the team takes no new
-    members (the account is made without a team, as BOINC's create_account.php does)."""
-    if not team_name.strip():
-        return None
-    return Team.objects.filter(project=project, name=team_name.strip(), joinable=True).first()
 
 
 def _existing_account(account: Account, digest: str) -> Account:
