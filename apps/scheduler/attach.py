@@ -350,8 +350,9 @@ def create_account(request: HttpRequest, project: Project) -> bytes:
 
 @contextmanager
 def login_attempt(request: HttpRequest, email: str, *, proves_password: bool = True) -> Iterator[None]:
-    """Refuse the attempt if its limits are reached; count it if it fails as a log-in. A
-    success that checked the password makes this client known to the account."""
+    """Refuse the attempt if its limits are reached; count it if it fails as a log-in, or if
+    it checked no password (a bare existence check). A success that checked the password
+    makes this client known to the account."""
     wait = login_wait(request, email)
     if wait is not None:
         raise too_many_attempts(wait)
@@ -363,6 +364,8 @@ def login_attempt(request: HttpRequest, email: str, *, proves_password: bool = T
         raise
     if proves_password:
         login_succeeded(request, email)
+    else:
+        login_failed(request, email)  # it tells whether the address has an account
 
 
 @_web_rpc

@@ -211,3 +211,9 @@ def test_a_reached_limit_is_recorded(client, project, account, limits):
     lockout = LoginLockout.objects.get()
     assert (lockout.scope, lockout.kind, lockout.address) == ("volunteer", "address", "198.51.100.3")
     assert lockout.until > lockout.time
+
+
+def test_lookups_without_a_password_count_as_failed_log_ins(client, project, account, limits):
+    for _ in range(3):
+        client.get(f"/{project.slug}/lookup_account.php?email_addr={EMAIL}", REMOTE_ADDR="198.51.100.8")
+    assert lookup(client, project, PASSWORD, ip="198.51.100.8")[1].error_num == ERR_RETRY
