@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from drf_spectacular.authentication import BasicScheme
 from rest_framework.authentication import BasicAuthentication
 from rest_framework.exceptions import Throttled
 
@@ -57,3 +58,9 @@ class RateLimitedBasicAuthentication(BasicAuthentication):
             if wait is not None:
                 raise Throttled(wait=wait, detail=too_many_text(wait))
         return super().authenticate_credentials(userid, password, request)
+
+
+class RateLimitedBasicScheme(BasicScheme):
+    """The API schema's HTTP Basic scheme (drf-spectacular knows DRF's class only by name)."""
+
+    target_class = RateLimitedBasicAuthentication
