@@ -98,6 +98,9 @@ INSTALLED_APPS = [
     "health_check",
     "django_celery_beat",
     "django_celery_results",
+    # Two-factor log-in for staff (TOTP); enforced only with COBBLESTONE_STAFF_OTP.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "apps.core",
     "apps.projects",
     "apps.volunteers",
@@ -122,6 +125,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(), for COBBLESTONE_STAFF_OTP
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -196,6 +200,15 @@ PASSWORD_HASHERS = [
     # it until their next log-in re-hashes it with the first hasher.
     "django.contrib.auth.hashers.BCryptPasswordHasher",
 ]
+
+# Staff log-ins (the admin's and the API's HTTP Basic) counted and limited as volunteers' are.
+AUTHENTICATION_BACKENDS = ["apps.ops.staff_auth.RateLimitedModelBackend"]
+
+# Two-factor authentication for staff (recommended in production): the admin asks for a
+# one-time password from a TOTP device (enrolled in the admin under TOTP devices) and the API
+# takes only the admin's verified session, no HTTP Basic. Enroll the devices, then turn it on.
+COBBLESTONE_STAFF_OTP = env_bool("COBBLESTONE_STAFF_OTP", False)
+OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", "Cobblestone")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -275,7 +288,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        "apps.ops.staff_auth.RateLimitedBasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.api.OperatorPermission"],
 }
@@ -432,12 +445,28 @@ def env_rate(name: str, default: str) -> str | None:
     return raw
 
 
-# Failed log-ins (lookup_account.php and the log-in form) per client address and per email
-# address, and new accounts (create_account.php and the sign-up form) per client address.
-# A volunteer who mistypes a password a few times stays well under them.
+# Failed log-ins (lookup_account.php, the log-in form, password and email changes) per
+# client address, per client address and email address, and per email address from
+# addresses the account has not logged in from in KNOWN_CLIENT_DAYS; new accounts
+# (create_account.php and the sign-up form) per client address. A volunteer who mistypes a
+# password a few times stays well under them; guesses from many addresses do not lock the
+# owner out of the addresses they log in from (apps/scheduler/ratelimits.py).
 COBBLESTONE_RATELIMIT_LOGIN_IP = env_rate("COBBLESTONE_RATELIMIT_LOGIN_IP", "20/15m")
-COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT = env_rate("COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT", "50/h")
+COBBLESTONE_RATELIMIT_LOGIN_IP_ACCOUNT = env_rate("COBBLESTONE_RATELIMIT_LOGIN_IP_ACCOUNT", "10/15m")
+COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT = env_rate("COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT", "200/h")
 COBBLESTONE_RATELIMIT_SIGNUP_IP = env_rate("COBBLESTONE_RATELIMIT_SIGNUP_IP", "20/h")
+# The same three for staff: the admin log-in and the API's HTTP Basic authentication.
+COBBLESTONE_RATELIMIT_STAFF_LOGIN_IP = env_rate("COBBLESTONE_RATELIMIT_STAFF_LOGIN_IP", "10/15m")
+COBBLESTONE_RATELIMIT_STAFF_LOGIN_IP_ACCOUNT = env_rate(
+    "COBBLESTONE_RATELIMIT_STAFF_LOGIN_IP_ACCOUNT", "5/15m"
+)
+COBBLESTONE_RATELIMIT_STAFF_LOGIN_ACCOUNT = env_rate("COBBLESTONE_RATELIMIT_STAFF_LOGIN_ACCOUNT", "30/h")
+# How long an address a log-in succeeded from stays known to that account.
+COBBLESTONE_KNOWN_CLIENT_DAYS = env_int("COBBLESTONE_KNOWN_CLIENT_DAYS", 30)
+# Password-reset emails (and the notice of a sign-up with a taken address): requests per
+# client address, messages per email address.
+COBBLESTONE_RATELIMIT_RESET_MAIL_IP = env_rate("COBBLESTONE_RATELIMIT_RESET_MAIL_IP", "10/h")
+COBBLESTONE_RATELIMIT_RESET_MAIL_ADDRESS = env_rate("COBBLESTONE_RATELIMIT_RESET_MAIL_ADDRESS", "3/h")
 # Behind a reverse proxy every request comes from the proxy's address: name the META key
 # that holds the client's (e.g. HTTP_X_REAL_IP, set by the proxy and stripped from clients).
 RATELIMIT_IP_META_KEY = env("RATELIMIT_IP_META_KEY", "") or None

@@ -8,13 +8,16 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
 from django.db import DataError, NotSupportedError, OperationalError, connections, router, transaction
 from django.db.models import Field, Model, Q, QuerySet, URLField
 from django.db.models.base import ModelBase
 from django.http import HttpRequest
+from django_otp.admin import OTPAdminAuthenticationForm
 
 logger = logging.getLogger(__name__)
 
@@ -146,10 +149,60 @@ def _savepoint(model: type[Model]) -> AbstractContextManager[Any]:
     return transaction.atomic(using=using) if connections[using].in_atomic_block else nullcontext()
 
 
+# django-otp's log-in page for the admin, with the device and token fields.
+OTP_LOGIN_TEMPLATE = "otp/admin111/login.html"
+
+
+def staff_verified(user: Any) -> bool:
+    """Whether ``user`` passed the second factor, when COBBLESTONE_STAFF_OTP asks for one. A
+    user not signed in through the admin's log-in (the API's HTTP Basic) never has."""
+    if not settings.COBBLESTONE_STAFF_OTP:
+        return True
+    is_verified = getattr(user, "is_verified", None)
+    return bool(is_verified is not None and is_verified())
+
+
+class _RefusalMessage:
+    """Say how long to wait when the log-in limits refused the attempt (the authentication
+    backend leaves the text on the request) instead of calling the password wrong."""
+
+    request: HttpRequest | None
+
+    def get_invalid_login_error(self) -> forms.ValidationError:
+        refusal = getattr(self.request, "login_refusal", None)
+        if refusal:
+            return forms.ValidationError(refusal, code="too_many_attempts")
+        return super().get_invalid_login_error()  # type: ignore[misc]
+
+
+class StaffLoginForm(_RefusalMessage, AdminAuthenticationForm):
+    """The admin's log-in form: user name and password."""
+
+
+class StaffOTPLoginForm(_RefusalMessage, OTPAdminAuthenticationForm):
+    """The same, then a one-time password from the user's TOTP device (COBBLESTONE_STAFF_OTP)."""
+
+
 class GuardedAdminSite(admin.AdminSite):
     """The admin site (``admin.site``, through ``apps.core.admin_apps``). Every ModelAdmin
     registered on it, the project's and the third-party ones (auth, Celery beat and results)
-    alike, is given ``HostileInputGuard``, so a new admin is guarded without doing anything."""
+    alike, is given ``HostileInputGuard``, so a new admin is guarded without doing anything.
+
+    With COBBLESTONE_STAFF_OTP on, it is django-otp's OTPAdminSite in effect: the log-in asks
+    for a one-time password too, and only a user verified by a device may enter. The switch
+    is read on each request, so the setting needs no other change (the device tables are
+    always there, so devices can be enrolled before it is turned on)."""
+
+    @property
+    def login_form(self) -> type[AdminAuthenticationForm]:  # type: ignore[override]
+        return StaffOTPLoginForm if settings.COBBLESTONE_STAFF_OTP else StaffLoginForm
+
+    @property
+    def login_template(self) -> str | None:  # type: ignore[override]
+        return OTP_LOGIN_TEMPLATE if settings.COBBLESTONE_STAFF_OTP else None
+
+    def has_permission(self, request: HttpRequest) -> bool:
+        return super().has_permission(request) and staff_verified(request.user)
 
     def register(
         self,

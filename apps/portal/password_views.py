@@ -2,6 +2,11 @@
 (PasswordResetView and its three companions) with the project's account in place of
 Django's auth user.
 
+The link is built from the project's master URL (its base URL or COBBLESTONE_BASE_URL),
+never from the request's Host header, which a visitor chooses. Requests are limited per
+client address and messages per email address (apps.scheduler.ratelimits); past the
+address's limit the page still says the message was sent.
+
 The link's token is Django's, made over the account's id, address, stored password hash
 and account key: it stops working once the password (or the address) changes, and after
 PASSWORD_RESET_TIMEOUT. The message goes through the email backend of the settings (the
@@ -15,13 +20,14 @@ from typing import Any
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.http import urlsafe_base64_decode
 
 from apps.portal.account_forms import AccountPasswordResetForm, AccountSetPasswordForm
 from apps.projects.models import Project
+from apps.scheduler.ratelimits import mail_address_allowed, mail_ip_wait, wait_text
 from apps.volunteers.models import Account
 
 
@@ -68,6 +74,16 @@ class PasswordResetView(_ProjectMixin, auth_views.PasswordResetView):
         return self._url("password_reset_done")
 
     def form_valid(self, form: AccountPasswordResetForm) -> HttpResponse:
+        wait = mail_ip_wait(self.request)
+        if wait is not None:
+            form.add_error(None, f"Too many requests for a reset link. Try again in {wait_text(wait)}.")
+            response = self.form_invalid(form)
+            response.status_code = 429
+            response["Retry-After"] = str(wait)
+            return response
+        if not mail_address_allowed(self.request, form.cleaned_data["email"]):
+            # Answered as if sent: the page must not tell whether the address has an account.
+            return HttpResponseRedirect(self.get_success_url())
         self.extra_email_context = {"project": self.project}
         return super().form_valid(form)
 

@@ -11,7 +11,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from apps.core import clock
-from apps.portal.mail import volunteer_mail_send
 from apps.portal.volunteer_session import id_param, volunteer_required
 from apps.projects.models import Project
 from apps.volunteers.domain.founder import (
@@ -19,6 +18,7 @@ from apps.volunteers.domain.founder import (
     founder_takeover_allowed,
     founder_takeover_time,
 )
+from apps.volunteers.mail import volunteer_mail_send
 from apps.volunteers.models import Account, Team
 from apps.volunteers.services import (
     TeamError,

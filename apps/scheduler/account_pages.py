@@ -18,11 +18,13 @@ from apps.protocol import WebRpcError
 from apps.scheduler.attach import (
     AccountRpcError,
     account_create,
+    account_find,
     account_lookup,
     login_attempt,
     too_many_attempts,
 )
-from apps.scheduler.ratelimits import signup_wait, wait_text
+from apps.scheduler.ratelimits import mail_address_allowed, signup_wait, too_many_text
+from apps.volunteers.mail import volunteer_mail_send
 from apps.volunteers.models import Account, passwd_hash
 
 SESSION_SALT = "cobblestone.account-session"
@@ -124,6 +126,8 @@ def signup(request: HttpRequest, slug: str) -> HttpResponse:
                     stats_export_consent=data["stats_export_consent"],
                 )
         except AccountRpcError as exc:
+            if exc.error_num == WebRpcError.NOT_UNIQUE:
+                return _signup_taken(request, project, data["email"])
             form.add_error(*_signup_error(exc))
             return _page(request, project, "signup.html", form=form, status=_form_status(exc))
         else:
@@ -137,9 +141,27 @@ def _form_status(exc: AccountRpcError) -> int:
     return 429 if exc.retry_after is not None else 200
 
 
+def _signup_taken(request: HttpRequest, project: Project, email: str) -> HttpResponse:
+    """A sign-up with the address of an account (and another password): the page says only
+    that a message went to the address, and the message tells its owner how to log in, so
+    the page does not tell whether the address has an account."""
+    account = account_find(project=project, email_addr=email)
+    if account is not None and mail_address_allowed(request, account.email_addr):
+        volunteer_mail_send(
+            to=account.email_addr,
+            subject=f"{project.name}: sign-up with your email address",
+            body=(
+                f"Someone (you, we hope) tried to join {project.name} with this email address, "
+                "which already has an account there.\n\n"
+                f"Log in: {project.master_url}account/\n"
+                f"Forgot your password? Choose a new one: {project.master_url}get_passwd.php\n\n"
+                "If it was not you, ignore this message: nothing was changed.\n"
+            ),
+        )
+    return _page(request, project, "signup.html", sent_to=email)
+
+
 def _signup_error(exc: AccountRpcError) -> tuple[str | None, str]:
-    if exc.error_num == WebRpcError.NOT_UNIQUE:
-        return "email", "An account with this email address already exists. Log in instead."
     if exc.error_num == WebRpcError.BAD_USER_NAME:
         reason = exc.message or "this name cannot be used"
         return "name", reason[:1].upper() + reason[1:] + "."
@@ -175,7 +197,7 @@ def account_home(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _login_error(exc: AccountRpcError) -> str:
     if exc.retry_after is not None:
-        return f"Too many failed log-ins. Try again in {wait_text(exc.retry_after)}."
+        return too_many_text(exc.retry_after)
     if exc.error_num == WebRpcError.PROJECT_DOWN:
         return "The project is down; try later."
     return "Wrong email or password."

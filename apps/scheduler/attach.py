@@ -32,8 +32,9 @@ from apps.protocol import (
     render_project_config,
     xml_fragment_problem,
 )
-from apps.scheduler.ratelimits import login_failed, login_wait, signup_wait, wait_text
-from apps.volunteers.models import Account, Team, make_passwd_hash
+from apps.scheduler.ratelimits import login_failed, login_succeeded, login_wait, signup_wait, wait_text
+from apps.volunteers.models import Account, make_passwd_hash, passwd_hash_dummy_check
+from apps.volunteers.services import team_joinable_named
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +127,8 @@ def account_lookup(*, project: Project, email_addr: str, passwd_hash: str | None
         raise AccountRpcError(WebRpcError.PROJECT_DOWN)
     account = account_find(project=project, email_addr=email_addr)
     if account is None:
+        if passwd_hash is not None:
+            passwd_hash_dummy_check(normalize_hash(passwd_hash))
         raise AccountRpcError(WebRpcError.NOT_FOUND)
     if passwd_hash is None:
         return None
@@ -177,7 +180,9 @@ def account_create(
     stored_hash = make_passwd_hash(digest)
     try:
         with transaction.atomic():
-            team = Team.objects.filter(project=project, name=team_name.strip()).first() if team_name else None
+            # A team closed to new members is not joined; the account is made without one,
+            # as BOINC's create_account.php makes it.
+            team = team_joinable_named(project_id=project.pk, name=team_name)
             account = Account.objects.create(
                 project=project,
                 name=user_name,
@@ -319,10 +324,9 @@ def get_project_config(request: HttpRequest, project: Project) -> bytes:
 @_web_rpc
 def lookup_account(request: HttpRequest, project: Project) -> bytes:
     email = _required(request, "email_addr")
-    with login_attempt(request, email):
-        account = account_lookup(
-            project=project, email_addr=email, passwd_hash=_param(request, "passwd_hash") or None
-        )
+    digest = _param(request, "passwd_hash") or None
+    with login_attempt(request, email, proves_password=digest is not None):
+        account = account_lookup(project=project, email_addr=email, passwd_hash=digest)
     return render_account_out(None if account is None else account.authenticator)
 
 
@@ -345,8 +349,10 @@ def create_account(request: HttpRequest, project: Project) -> bytes:
 
 
 @contextmanager
-def login_attempt(request: HttpRequest, email: str) -> Iterator[None]:
-    """Refuse the attempt if its limits are reached; count it if it fails as a log-in."""
+def login_attempt(request: HttpRequest, email: str, *, proves_password: bool = True) -> Iterator[None]:
+    """Refuse the attempt if its limits are reached; count it if it fails as a log-in, or if
+    it checked no password (a bare existence check). A success that checked the password
+    makes this client known to the account."""
     wait = login_wait(request, email)
     if wait is not None:
         raise too_many_attempts(wait)
@@ -356,6 +362,10 @@ def login_attempt(request: HttpRequest, email: str) -> Iterator[None]:
         if exc.error_num in LOGIN_FAILURES:
             login_failed(request, email)
         raise
+    if proves_password:
+        login_succeeded(request, email)
+    else:
+        login_failed(request, email)  # it tells whether the address has an account
 
 
 @_web_rpc

@@ -1,7 +1,8 @@
 from django.contrib import admin
+from django.utils import timezone
 
 from apps.core.admin_base import RecordAdmin
-from apps.volunteers.models import Account, CreditHistory, DeletedAccount, Team
+from apps.volunteers.models import Account, CreditHistory, DeletedAccount, LoginLockout, Team
 
 
 @admin.register(Account)
@@ -62,3 +63,16 @@ class DeletedAccountAdmin(RecordAdmin):
     list_display = ["userid", "cpid", "project", "create_time"]
     list_filter = ["project"]
     search_fields = ["=userid", "cpid"]
+
+
+@admin.register(LoginLockout)
+class LoginLockoutAdmin(RecordAdmin):
+    """Read-only: a row each time a log-in limit is reached; "active" while it still refuses."""
+
+    list_display = ["time", "scope", "kind", "account", "address", "until", "active"]
+    list_filter = ["scope", "kind", "time"]
+    search_fields = ["=account"]
+
+    @admin.display(boolean=True, description="active")
+    def active(self, obj: LoginLockout) -> bool:
+        return obj.until > timezone.now()

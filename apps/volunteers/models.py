@@ -39,6 +39,13 @@ def make_passwd_hash(digest: str | None) -> str:
     return make_password(None if digest is None else digest.lower())
 
 
+def passwd_hash_dummy_check(candidate: str) -> None:
+    """Spend what checking ``candidate`` against a stored hash costs, for an address no account
+    has: a log-in with an unknown address then takes as long as one with a wrong password."""
+    if len(candidate) == PASSWD_HASH_LEN:
+        make_passwd_hash(candidate)
+
+
 class Team(models.Model):
     """A team of volunteers within one project."""
 
@@ -233,3 +240,32 @@ class CreditHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.account or self.team} {self.day}"
+
+
+class LoginLockout(models.Model):
+    """A log-in limit that was reached (apps.scheduler.ratelimits): who was held back, from
+    where, and until when. A record for the admin; the counters themselves are in the cache."""
+
+    class Scope(models.TextChoices):
+        VOLUNTEER = "volunteer", "volunteer"
+        STAFF = "staff", "staff"
+
+    class Kind(models.TextChoices):
+        ADDRESS = "address", "one client address, every account"
+        ADDRESS_ACCOUNT = "address-account", "one account from one client address"
+        ACCOUNT = "account", "one account from every address not known to it"
+
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    kind = models.CharField(max_length=16, choices=Kind.choices, help_text="Which limit was reached")
+    account = models.CharField(
+        max_length=254, blank=True, help_text="Email address or staff user name tried (empty: any)"
+    )
+    address = models.GenericIPAddressField(null=True, blank=True, help_text="Client address (empty: any)")
+    time = models.DateTimeField(db_index=True, help_text="When the limit was reached")
+    until = models.DateTimeField(help_text="When its window ends and log-ins are counted afresh")
+
+    class Meta:
+        ordering = ["-time"]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.kind} {self.account or self.address}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core import mail
 from django.test import Client
 
 from apps.volunteers.models import Account, passwd_hash
@@ -45,11 +46,17 @@ def test_signup_enforces_the_minimum_password_length(client, project):
     assert not Account.objects.exists()
 
 
-def test_signup_with_a_taken_email_asks_to_log_in(client, project):
+def test_signup_with_a_taken_email_does_not_say_so_and_mails_the_owner(client, project):
     AccountFactory(project=project, email_addr="ada@example.org")
     response = signup(client, project)
-    assert "already exists" in response.content.decode()
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="signup-sent"' in body
+    assert "already" not in body
     assert Account.objects.count() == 1
+    [message] = mail.outbox
+    assert message.to == ["ada@example.org"]
+    assert f"{project.master_url}account/" in message.body
 
 
 def test_signup_with_a_bad_name_is_refused(client, project):

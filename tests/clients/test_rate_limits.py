@@ -165,3 +165,55 @@ def test_limits_hold_in_redis(client, project, account, limits):
     for _ in range(3):
         lookup(client, project, "wrong")
     assert lookup(client, project, PASSWORD)[1].error_num == ERR_RETRY
+
+
+# --- the owner is not locked out by guesses from elsewhere ---------------------------------
+
+
+def test_the_owner_attaches_from_a_known_address_after_fifty_guesses_from_elsewhere(client, project, account):
+    assert lookup(client, project, PASSWORD, ip="192.0.2.1")[1].authenticator == account.authenticator
+    for i in range(60):
+        lookup(client, project, "wrong", ip=f"198.51.100.{i // 10}")
+    assert lookup(client, project, PASSWORD, ip="192.0.2.1")[1].authenticator == account.authenticator
+
+
+def test_the_owner_logs_in_on_the_web_from_a_known_address_after_guesses_from_elsewhere(
+    client, project, account, limits
+):
+    url = f"/{project.slug}/account/"
+    assert Client().post(url, {"email": EMAIL, "password": PASSWORD}).status_code == 302
+    for i in range(10):
+        lookup(client, project, "wrong", ip=f"198.51.100.{i}")
+    assert lookup(client, project, PASSWORD, ip="203.0.113.9")[1].error_num == ERR_RETRY
+    assert Client().post(url, {"email": EMAIL, "password": PASSWORD}).status_code == 302
+
+
+def test_guesses_from_a_known_address_are_still_limited_there(client, project, account, limits):
+    limits.COBBLESTONE_RATELIMIT_LOGIN_IP_ACCOUNT = "2/15m"
+    assert lookup(client, project, PASSWORD)[1].authenticator == account.authenticator
+    for _ in range(2):
+        lookup(client, project, "wrong")
+    assert lookup(client, project, PASSWORD)[1].error_num == ERR_RETRY
+
+
+def test_a_lookup_without_a_password_does_not_make_an_address_known(client, project, account, limits):
+    client.get(f"/{project.slug}/lookup_account.php?email_addr={EMAIL}", REMOTE_ADDR="198.51.100.99")
+    for i in range(5):
+        lookup(client, project, "wrong", ip=f"198.51.100.{i}")
+    assert lookup(client, project, PASSWORD, ip="198.51.100.99")[1].error_num == ERR_RETRY
+
+
+def test_a_reached_limit_is_recorded(client, project, account, limits):
+    from apps.volunteers.models import LoginLockout
+
+    for _ in range(3):
+        lookup(client, project, "wrong", ip="198.51.100.3")
+    lockout = LoginLockout.objects.get()
+    assert (lockout.scope, lockout.kind, lockout.address) == ("volunteer", "address", "198.51.100.3")
+    assert lockout.until > lockout.time
+
+
+def test_lookups_without_a_password_count_as_failed_log_ins(client, project, account, limits):
+    for _ in range(3):
+        client.get(f"/{project.slug}/lookup_account.php?email_addr={EMAIL}", REMOTE_ADDR="198.51.100.8")
+    assert lookup(client, project, PASSWORD, ip="198.51.100.8")[1].error_num == ERR_RETRY

@@ -185,6 +185,13 @@ def test_create_account_joins_an_existing_team(client, project):
     assert Account.objects.get(project=project).team == team
 
 
+def test_create_account_does_not_join_a_team_closed_to_new_members(client, project):
+    TeamFactory(project=project, name="Closed", joinable=False)
+    reply = account_rpc(client, project, "create_account.php", create_query() + "&team_name=Closed")
+    assert reply.authenticator  # the account is made, as BOINC's page makes it, without the team
+    assert Account.objects.get(project=project).team is None
+
+
 # --- am_get_info.php ---------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
 from django.core import mail
 
 from apps.protocol import parse_account_reply
@@ -32,7 +33,8 @@ def client_lookup(client, email: str, password: str):  # type: ignore[no-untyped
 
 def reset_link() -> str:
     [message] = mail.outbox
-    return re.search(r"http://testserver(/\w+/reset_passwd/\S+/)", message.body).group(1)
+    base = re.escape(settings.COBBLESTONE_BASE_URL)
+    return re.search(rf"{base}(/\w+/reset_passwd/\S+/)", message.body).group(1)
 
 
 def test_the_header_shows_the_volunteer_after_sign_up(client):

@@ -14,6 +14,8 @@ from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import DjangoModelPermissions
 
+from apps.core.admin_base import staff_verified
+
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
@@ -46,6 +48,8 @@ class OperatorPermission(DjangoModelPermissions):
     def has_permission(self, request: Any, view: Any) -> bool:
         if not (request.user and request.user.is_authenticated and request.user.is_staff):
             return False
+        if not staff_verified(request.user):
+            return False  # COBBLESTONE_STAFF_OTP: only the admin's verified session
         if getattr(view, "detail", False) and request.method == "POST":
             model = self._queryset(view).model
             return request.user.has_perm(f"{model._meta.app_label}.change_{model._meta.model_name}")

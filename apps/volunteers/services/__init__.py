@@ -23,6 +23,7 @@ from apps.volunteers.services.teams import (
     team_founder_request,
     team_founder_takeover,
     team_join,
+    team_joinable_named,
     team_quit,
     team_update,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "team_founder_request",
     "team_founder_takeover",
     "team_join",
+    "team_joinable_named",
     "team_quit",
     "team_update",
 ]

@@ -95,6 +95,15 @@ def team_update(*, team: Team, by: Account, fields: TeamFields) -> None:
         setattr(team, field, value)
 
 
+def team_joinable_named(*, project_id: int, name: str) -> Team | None:
+    """The project's team called ``name`` if it takes new members, else None: how an account
+    made with a team name (create_account.php) joins, under team_join's rule."""
+    name = name.strip()
+    if not name:
+        return None
+    return Team.objects.filter(project_id=project_id, name=name, joinable=True).first()
+
+
 def team_join(*, account: Account, team: Team) -> None:
     """``account`` joins ``team`` (of its project), leaving the team it was in."""
     if team.project_id != account.project_id:
