@@ -42,6 +42,8 @@ errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "INFO").lower()
 # nginx logs every request; set GUNICORN_ACCESS_LOG=- to log them here as well.
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+# Account keys and password hashes in query strings are logged as *** (boincproj/access_log.py).
+logger_class = "boincproj.access_log.AccessLogger"
 
 
 def on_starting(server: Any) -> None:

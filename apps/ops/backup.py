@@ -37,6 +37,7 @@ from django.db import connection
 from django.db.migrations.recorder import MigrationRecorder
 
 from apps.core import clock
+from apps.core.private_files import private_directory, private_touch, private_write, sqlite_files_private
 from apps.core.progress import Progress
 from apps.ops.health import code_migrations
 from apps.projects.models import Project
@@ -67,12 +68,14 @@ def backup_create(*, output: Path, include_data: bool = True, write: Write = pri
     """Write a backup into ``output`` (a new directory); returns it."""
     if output.exists() and any(output.iterdir()):
         raise BackupError(f"{output} exists and is not empty")
-    output.mkdir(parents=True, exist_ok=True)
+    # Everything in it is private: the database holds every account's key and the keys/ files
+    # the projects' private keys. The directory is 0700 and each file 0600, whatever the umask.
+    private_directory(output)
     vendor = connection.vendor
     write(f"backup to {output}")
     database_file = _dump_database(output, vendor, write)
     projects = list(Project.objects.order_by("slug"))
-    keys = _write_keys(output / "keys", projects)
+    keys = _write_keys(private_directory(output / "keys"), projects)
     write(f"keys: {len(keys)} file(s) for {len(projects)} project(s)")
     data_file = _archive_data(output / "data.tar", write) if include_data else None
     files = [database_file, *keys, *([data_file] if data_file else [])]
@@ -90,7 +93,7 @@ def backup_create(*, output: Path, include_data: bool = True, write: Write = pri
             str(f.relative_to(output)): {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in files
         },
     }
-    (output / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    private_write(output / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     write(f"backup complete: {len(files)} file(s), {sum(f.stat().st_size for f in files) / 2**20:.1f} MB")
     return output
 
@@ -128,7 +131,7 @@ def backup_restore(*, source: Path, include_data: bool = True, write: Write = pr
 def _dump_database(output: Path, vendor: str, write: Write) -> Path:
     started = time.monotonic()
     if vendor == "postgresql":
-        target = output / "database.pgdump"
+        target = private_touch(output / "database.pgdump")  # pg_dump writes into it, keeping the mode
         _run(
             [
                 "pg_dump",
@@ -142,7 +145,7 @@ def _dump_database(output: Path, vendor: str, write: Write) -> Path:
             ]
         )
     elif vendor == "sqlite":
-        target = output / "database.sqlite3"
+        target = private_touch(output / "database.sqlite3")
         _sqlite_copy(Path(connection.settings_dict["NAME"]), target)
     else:
         raise BackupError(f"no backup method for a {vendor} database")
@@ -166,7 +169,9 @@ def _restore_database(dump: Path, write: Write) -> None:
             ]
         )
     else:
-        _sqlite_copy(dump, Path(connection.settings_dict["NAME"]))
+        target = Path(connection.settings_dict["NAME"])
+        _sqlite_copy(dump, private_touch(target))
+        sqlite_files_private(target)
     write(f"database restored: {dump.stat().st_size / 2**20:.1f} MB in {time.monotonic() - started:.1f} s")
 
 
@@ -209,7 +214,7 @@ def _run(command: list[str]) -> None:
 def _archive_data(target: Path, write: Write) -> Path:
     root = Path(settings.COBBLESTONE_DATA_DIR)
     progress = Progress("data", write=write, unit="bytes")
-    with tarfile.open(target, "w") as tar:
+    with tarfile.open(private_touch(target), "w") as tar:
         if root.exists():
             for path in sorted(root.rglob("*")):
                 if path.is_file() and not path.is_symlink():
@@ -239,11 +244,8 @@ def _write_keys(directory: Path, projects: list[Project]) -> list[Path]:
         for field, name in KEY_FILES.items():
             text = getattr(project, field)
             if text:
-                path = directory / project.slug / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-                path.chmod(0o600)
-                written.append(path)
+                path = private_directory(directory / project.slug) / name
+                written.append(private_write(path, text))
     return written
 
 

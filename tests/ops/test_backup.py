@@ -20,12 +20,14 @@ pytestmark = pytest.mark.slow
 
 
 def manage(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """manage.py with the umask a shell usually has (022: new files readable by everyone)."""
     done = subprocess.run(
         [sys.executable, str(BASE_DIR / "manage.py"), *args],
         cwd=BASE_DIR,
         env=env,
         capture_output=True,
         text=True,
+        preexec_fn=lambda: os.umask(0o022),
     )
     if check and done.returncode != 0:
         pytest.fail(f"manage.py {' '.join(args)}: {done.stdout}{done.stderr}")
@@ -41,6 +43,11 @@ def server_env(root: Path) -> dict[str, str]:
         "COBBLESTONE_VAR_DIR": str(root / "var"),
         "LOG_LEVEL": "WARNING",
     }
+
+
+def modes(root: Path) -> dict[str, str]:
+    """Each file and directory under ``root`` (and ``root``) with its permission bits."""
+    return {str(p.relative_to(root)): oct(p.stat().st_mode & 0o777) for p in [root, *root.rglob("*")]}
 
 
 def project_keys(env: dict[str, str]) -> dict[str, str]:
@@ -93,6 +100,28 @@ def test_restore_into_a_fresh_database_and_data_area(original, tmp_path):
     restored = (tmp_path / "data" / "bk" / "download" / "in.txt").read_text()
     assert restored == "input of job1\n"
     assert manage(fresh, "migrate", "--check", check=False).returncode == 0
+
+
+def test_a_backup_is_readable_by_its_owner_only(original):
+    _, backup = original
+    found = modes(backup)
+    assert found == {name: "0o700" if (backup / name).is_dir() else "0o600" for name in found}
+
+
+def test_the_database_is_readable_by_its_owner_only_after_migrate(original):
+    env, _ = original
+    database = Path(env["DATABASE_URL"].removeprefix("sqlite:///"))
+    companions = [database, *database.parent.glob(database.name + "-*")]
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in companions} == {
+        p.name: "0o600" for p in companions
+    }
+
+
+def test_a_restored_database_is_readable_by_its_owner_only(original, tmp_path):
+    _, backup = original
+    fresh = server_env(tmp_path)
+    manage(fresh, "restore", str(backup))
+    assert oct((tmp_path / "db.sqlite3").stat().st_mode & 0o777) == "0o600"
 
 
 def test_restore_refuses_a_database_that_is_not_empty(original):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from io import StringIO
 
 import pytest
@@ -36,6 +37,19 @@ def test_backup_without_data_leaves_the_data_areas_out(tmp_path):
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["data"] is None
     assert "data.tar" not in manifest["files"]
+
+
+def test_the_database_copy_is_readable_by_its_owner_only_under_a_permissive_umask(tmp_path):
+    project_create(slug="inproc", name="In process")
+    output = tmp_path / "backup"
+    umask = os.umask(0o022)
+    try:
+        call_command("backup", "--output", str(output), "--no-data", stdout=StringIO(), stderr=StringIO())
+    finally:
+        os.umask(umask)
+    database = json.loads((output / "manifest.json").read_text())["database"]
+    assert oct((output / database).stat().st_mode & 0o777) == "0o600"
+    assert oct(output.stat().st_mode & 0o777) == "0o700"
 
 
 def test_restore_refuses_a_directory_that_is_not_a_backup(tmp_path):

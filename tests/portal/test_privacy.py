@@ -1,5 +1,6 @@
 """What the public pages give away: host_cpid only in the consent-filtered statistics export,
-no domain names, and a user's cpid only with stats export consent (security review)."""
+no domain names, no venue of a hidden computer, and a user's cpid only with stats export consent
+(security review)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,20 @@ def test_user_list_json_gives_cpids_of_consenting_users_only(client, project):
     users = client.get("/api/v1/projects/pv/users/").json()["results"]
     assert [(u["name"], u["cpid"]) for u in users] == [("Ada", consenting.public_cpid), ("Bob", None)]
     assert declining.public_cpid not in str(users)
+
+
+def venue_cell(client, host) -> str:  # type: ignore[no-untyped-def]
+    page = client.get(f"/pv/show_host_detail.php?hostid={host.id}").content.decode()
+    return page[page.index('id="host-venue"') :].split("</td>", 1)[0]
+
+
+def test_host_page_shows_the_venue_of_a_user_who_shows_their_computers(client, project):
+    host = HostFactory(account__project=project, account__show_hosts=True, venue="school")
+    assert "school" in venue_cell(client, host)
+
+
+def test_host_page_hides_the_venue_of_a_user_who_hides_their_computers(client, project):
+    host = HostFactory(account__project=project, account__show_hosts=False, venue="school")
+    cell = venue_cell(client, host)
+    assert "school" not in cell
+    assert "hidden" in cell

@@ -209,6 +209,7 @@ class Stack:
             NGINX_LISTEN_HTTPS=f"127.0.0.1:{self.ports['https']}",
             NGINX_TLS_CERTIFICATE=str(self.cert_path),
             NGINX_TLS_CERTIFICATE_KEY=str(self.key_path),
+            NGINX_ACCESS_LOG=str(self.directory / "nginx" / "access.log"),
         )
         env.update(self.overrides)
         env.update(values)

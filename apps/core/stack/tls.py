@@ -11,6 +11,8 @@ import ipaddress
 import ssl
 from pathlib import Path
 
+from apps.core.private_files import private_write
+
 
 def self_signed_certificate(directory: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
     """(certificate, key) PEM files for ``host`` (an IP address), valid for a week."""
@@ -41,12 +43,12 @@ def self_signed_certificate(directory: Path, host: str = "127.0.0.1") -> tuple[P
         .sign(key, hashes.SHA256())
     )
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
+    private_write(
+        key_path,
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        ),
     )
-    key_path.chmod(0o600)
     return cert_path, key_path
 
 

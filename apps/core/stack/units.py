@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from apps.core.private_files import private_write
+
 BASE_DIR = Path(__file__).resolve().parents[3]
 DEPLOY_DIR = BASE_DIR / "deploy"
 ENV_EXAMPLE = DEPLOY_DIR / "cobblestone.env.example"
@@ -48,8 +50,7 @@ def env_file_write(path: Path, values: dict[str, str]) -> None:
     for key, value in values.items():
         if re.search(r"[\s'\"$`\\]", value):
             raise ValueError(f"{key}: the value must be a shell-safe word, got {value!r}")
-    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
-    path.chmod(0o600)
+    private_write(path, "".join(f"{k}={v}\n" for k, v in values.items()))
 
 
 @dataclass(frozen=True, slots=True)

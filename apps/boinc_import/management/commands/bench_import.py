@@ -40,6 +40,7 @@ from apps.boinc_import.bench_schema import TABLES, create_table_sql
 from apps.boinc_import.domain import hier_dir
 from apps.boinc_import.services.source import parse_source_url
 from apps.core.domain.signing import generate_key_pair, sign_md5_hex
+from apps.core.private_files import private_write
 from apps.core.stack import admin_sql, with_db
 from apps.work.bench_support import last_json, run_manage, schema_create
 
@@ -75,7 +76,7 @@ def project_dir_make(root: Path) -> str:
     (root / "keys").mkdir(parents=True)
     (root / "keys" / "code_sign_public").write_text(code.public_text)
     (root / "keys" / "upload_public").write_text(upload.public_text)
-    (root / "keys" / "upload_private").write_text(upload.private_text)
+    private_write(root / "keys" / "upload_private", upload.private_text)
     (root / "config.xml").write_text(
         f"<boinc><config><master_url>http://bench.example.org/{SLUG}/</master_url>"
         "<long_name>Import benchmark</long_name></config></boinc>\n"

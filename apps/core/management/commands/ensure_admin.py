@@ -11,6 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.urls import reverse
 
+from apps.core.private_files import private_write
+
 
 class Command(BaseCommand):
     help = "Create the 'admin' superuser if missing (password from ADMIN_PASSWORD or generated) and print it."
@@ -27,8 +29,7 @@ class Command(BaseCommand):
         if user is None:
             user_model.objects.create_superuser("admin", "admin@example.com", password)
             pw_file.parent.mkdir(parents=True, exist_ok=True)
-            pw_file.write_text(password + "\n")
-            pw_file.chmod(0o600)
+            private_write(pw_file, password + "\n")
         elif not pw_file.exists() or not user.check_password(password):
             self.stdout.write(
                 "Admin login: user 'admin' exists (password unchanged; see var/admin-password.txt)."

@@ -24,6 +24,7 @@ from apps.core.domain.signing import (
     sign_key_rotation,
     sign_md5_hex,
 )
+from apps.core.private_files import private_write
 from apps.projects.models import Project
 
 
@@ -126,8 +127,7 @@ class Command(BaseCommand):
         if rotation.kept_on_server:
             return
         if out is not None:
-            out.write_text(rotation.private_text)
-            out.chmod(0o600)
+            private_write(out, rotation.private_text)
             self.stdout.write(f"New PRIVATE key written to {out}; keep it offline.")
         else:
             self.stdout.write(
