@@ -218,3 +218,41 @@ def test_disagreement_matrix(project, fleet, position, chains, case):
         assert f.gone, rerun.takers
     assert sum(f.glitches.values()) == 0  # every planned error happened
     assert (rounds, f.requests) == MEASURED[(position, chains, case)]
+
+
+def _waiting(admin_client, project, chain: WorkSequence) -> dict:  # type: ignore[type-arg]
+    return admin_client.get(f"/api/v1/projects/{project.slug}/sequences/{chain.name}/").json()["waiting"]
+
+
+def test_the_api_and_the_admin_say_which_chain_checkpoint_and_host_a_sequence_waits_for(
+    admin_client, project, fleet
+):
+    f = fleet()
+    f.glitches[("r_r1", 2)] = 1
+    primary, replica = f.chains
+    for _ in range(4):  # they disagree in the third round; host2 takes chain r in the fourth
+        f.round()
+    wait = _waiting(admin_client, project, replica)
+    assert (wait["reason"], wait["chain"], wait["step"], wait["host"]) == ("host_to_take", "r_r1", 0, None)
+    assert wait["fresh_host_until"] is not None  # host0 and host1 computed invalid results
+    while _waiting(admin_client, project, primary)["reason"] != "chain_at_checkpoint":
+        f.round()
+        assert f.requests < 40
+    # Chain r computed checkpoint 2 again; r_r1, re-run by host0 once the wait for a fresh host
+    # ended, is behind it.
+    wait = _waiting(admin_client, project, primary)
+    assert (wait["chain"], wait["step"], wait["host"]) == ("r_r1", 2, f.hosts[0].hostid)
+    page = admin_client.get(f"/admin/sequences/worksequence/{primary.id}/change/").content.decode()
+    assert f"waiting at checkpoint step 2 for chain r_r1 (host {f.hosts[0].hostid}) to reach it" in page
+
+
+def test_an_assigned_sequence_waits_for_its_host_to_report_the_next_step(admin_client, project, fleet):
+    f = fleet()
+    wait = _waiting(admin_client, project, f.chains[0])
+    assert (wait["reason"], wait["chain"], wait["step"], wait["host"]) == (
+        "host_to_report",
+        "r",
+        0,
+        f.hosts[0].hostid,
+    )
+    assert wait["text"] == f"waiting for host {f.hosts[0].hostid} to report step 0 of chain r"

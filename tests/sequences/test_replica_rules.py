@@ -1,13 +1,15 @@
-"""Replica chains: the pure rules on who re-runs a chain and when a chain follows its siblings
-(no database)."""
+"""Replica chains: the pure rules on who re-runs a chain, when a chain follows its siblings, and
+what a sequence waits for (no database)."""
 
 from __future__ import annotations
 
 from apps.sequences.domain.rules import (
+    SequenceSnapshot,
     follow_sibling_chains,
     fresh_host_until,
     replica_host_allowed,
 )
+from apps.sequences.domain.waiting import ChainAt, WaitReason, waiting_for
 from apps.work.domain.states import SequenceState
 from tests.sequences.rule_helpers import DAY, HOST_A, HOST_B, NOW
 
@@ -47,3 +49,33 @@ def test_a_chain_ends_when_a_sibling_ended() -> None:
 
 def test_a_chain_with_live_siblings_goes_on() -> None:
     assert follow_sibling_chains([SequenceState.ASSIGNED, SequenceState.UNASSIGNED]) is None
+
+
+def _chain(**kw: object) -> SequenceSnapshot:
+    return SequenceSnapshot(id=1, n_workunits=6, **kw)  # type: ignore[arg-type]
+
+
+def test_an_unassigned_chain_waits_for_a_host_to_take_its_next_step() -> None:
+    wait = waiting_for(_chain(), "r", fresh_host_until=NOW + DAY, now=NOW)
+    assert wait is not None
+    assert (wait.reason, wait.chain, wait.step, wait.host_id) == (WaitReason.HOST_TO_TAKE, "r", 0, None)
+    assert "passed over until" in wait.describe()
+
+
+def test_a_chain_at_an_unconfirmed_checkpoint_waits_for_the_sibling_behind() -> None:
+    seq = _chain(state=SequenceState.ASSIGNED, assigned_host_id=HOST_A, first_unvalidated_index=2)
+    siblings = [ChainAt("r_r1", HOST_B, reached=True), ChainAt("r_r2", None, reached=False)]
+    wait = waiting_for(seq, "r", unconfirmed_checkpoint=2, siblings=siblings, now=NOW)
+    assert wait is not None
+    assert wait.describe() == "waiting at checkpoint step 2 for chain r_r2 (no host yet) to reach it"
+
+
+def test_a_checkpoint_every_chain_reached_waits_for_the_comparison() -> None:
+    seq = _chain(state=SequenceState.ASSIGNED, assigned_host_id=HOST_A, first_unvalidated_index=2)
+    wait = waiting_for(seq, "r", unconfirmed_checkpoint=2, siblings=[ChainAt("r_r1", HOST_B, True)], now=NOW)
+    assert wait is not None
+    assert wait.reason == WaitReason.COMPARISON
+
+
+def test_an_ended_chain_waits_for_nothing() -> None:
+    assert waiting_for(_chain(state=SequenceState.ENDED, ended=True), "r", now=NOW) is None
