@@ -24,6 +24,7 @@ from apps.sequences import services as sequences
 from apps.sequences.models import WorkSequence
 from apps.sequences.services import SequenceSpec, sequence_create
 from apps.sequences.services.hooks import EXTEND_BY
+from apps.sequences.services.waiting import sequence_wait
 from apps.work.domain.states import SequenceState
 from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError
@@ -197,6 +198,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "name",
         "state",
         "error_reason",
+        "waiting",
         "progress",
         "expected_length",
         "max_result_time",
@@ -250,6 +252,12 @@ class WorkSequenceAdmin(admin.ModelAdmin):
             else f" of {obj.expected_length}"
         )
         return f"{upto(obj.first_unvalidated)} / {upto(obj.first_undispatched)} / {total}{length}"
+
+    @admin.display(description="waiting for")
+    def waiting(self, obj: WorkSequence) -> str:
+        """Which chain, which checkpoint or step, and which host the sequence waits for."""
+        wait = sequence_wait(head=obj, now=clock.now())
+        return "-" if wait is None else wait.describe()
 
     @admin.display(description="assigned host", ordering="assigned_host")
     def host(self, obj: WorkSequence) -> object:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from io import StringIO
@@ -10,7 +12,7 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
-from apps.protocol import SchedulerReply
+from apps.protocol import ReportedFile, ReportedResult, SchedulerReply
 from apps.scheduler.services import scheduler_request_handle
 from apps.sequences.models import WorkSequence
 from apps.work.domain.states import EXIT_ABORTED_BY_PROJECT, ClientState
@@ -63,7 +65,11 @@ class Computer:
     tasks: list[str] = field(default_factory=list)
     replies: list[SchedulerReply] = field(default_factory=list)
     faulty: bool = False  # computes wrong results
+    # (sequence, step) -> how many more times it is computed wrong (a transient error); may be
+    # shared by several computers, so that whichever host re-runs the step gets it wrong again.
+    glitches: Counter[tuple[str, int]] = field(default_factory=Counter)
     aborted: list[str] = field(default_factory=list)  # dropped, reported on the next RPC
+    uploaded: dict[str, dict[str, bytes]] = field(default_factory=dict)  # result -> file -> bytes
 
     def rpc(
         self,
@@ -92,7 +98,7 @@ class Computer:
                 base.host_info, p_fpops=self.p_fpops, host_cpid=self.name, domain_name=self.name
             ),
             other_results=others(*[t for t in self.tasks if t not in finish and t not in fail]),
-            results=tuple(reported(n, elapsed=self.elapsed) for n in finish)
+            results=tuple(self._report(n) for n in finish)
             + tuple(reported(n, state=COMPUTE_ERROR, exit_status=1) for n in fail)
             + tuple(reported(n, state=ABORTED, exit_status=EXIT_ABORTED_BY_PROJECT) for n in self.aborted),
         )
@@ -108,14 +114,31 @@ class Computer:
         self.replies.append(reply)
         return reply
 
+    def _report(self, result_name: str) -> ReportedResult:
+        """A successful report whose files carry the MD5 of what was uploaded, as a client's do."""
+        files = tuple(
+            ReportedFile(name=name, nbytes=len(data), max_nbytes=1e7, md5_cksum=hashlib.md5(data).hexdigest())
+            for name, data in self.uploaded.pop(result_name, {}).items()
+        )
+        report = reported(result_name, elapsed=self.elapsed)
+        return replace(report, files=files or report.files)
+
     def upload(self, result_name: str) -> None:
         """What the upload handler would store: the outputs the reply told the client to upload."""
         result = Result.objects.select_related("workunit__sequence__replica_of", "project").get(
             name=result_name
         )
         result.project.upload_dir.mkdir(parents=True, exist_ok=True)
+        wu = result.workunit
+        glitch = (wu.sequence.name, wu.sequence_index) if wu.sequence else None
+        wrong = self.faulty or self.glitches[glitch] > 0
+        if self.glitches[glitch] > 0:
+            self.glitches[glitch] -= 1
         for output in OutputFile.objects.filter(result=result, upload=True):
-            data = content(result, output.ordinal) + (b"garbage\n" if self.faulty else b"")
+            data = content(result, output.ordinal) + (
+                f"garbage from {self.name}\n".encode() if wrong else b""
+            )
+            self.uploaded.setdefault(result_name, {})[output.name] = data
             (result.project.upload_dir / output.name).write_bytes(data)
 
     def next_task(self, sequence: WorkSequence) -> str | None:

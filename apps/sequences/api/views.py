@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.applications.models import App
+from apps.core import clock
 from apps.core.api import NameLookupMixin
 from apps.core.api.schema import BAD_REQUEST, CONFLICT, FORBIDDEN, NOT_FOUND
 from apps.projects.models import Project
 from apps.sequences.api.filters import WorkSequenceFilterSet
+from apps.sequences.domain.waiting import SequenceWait
 from apps.sequences.models import WorkSequence
 from apps.sequences.services import (
     SequenceSpec,
@@ -33,6 +36,7 @@ from apps.sequences.services import (
     sequence_relocate,
 )
 from apps.sequences.services.steps import MAX_STEPS_PER_CALL
+from apps.sequences.services.waiting import sequence_wait
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
 from apps.work.api.views import ProjectScopedMixin, job_spec
 from apps.work.domain.states import SequenceState
@@ -87,6 +91,34 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
         return obj.n_steps if obj.first_undispatched is None else obj.first_undispatched.sequence_index or 0  # type: ignore[attr-defined]
 
 
+class SequenceWaitSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        help_text="host_to_take, chain_at_checkpoint, comparison or host_to_report"
+    )
+    chain = serializers.CharField(help_text="The chain waited for: this one, or a sibling behind it")
+    step = serializers.IntegerField(help_text="The step to take or report, or the checkpoint step")
+    host = serializers.IntegerField(source="host_id", allow_null=True, help_text="Its host; null: none yet")
+    fresh_host_until = serializers.SerializerMethodField(
+        help_text="Until then hosts that computed a result found invalid are passed over"
+    )
+    text = serializers.CharField(source="describe")
+
+    def get_fresh_host_until(self, obj: SequenceWait) -> datetime | None:
+        return None if obj.fresh_host_until is None else clock.from_unix(obj.fresh_host_until)
+
+
+class WorkSequenceDetailSerializer(WorkSequenceSerializer):
+    waiting = serializers.SerializerMethodField(help_text="What a live sequence waits for; null when over")
+
+    class Meta(WorkSequenceSerializer.Meta):
+        fields = [*WorkSequenceSerializer.Meta.fields, "waiting"]
+
+    @extend_schema_field(SequenceWaitSerializer(allow_null=True))
+    def get_waiting(self, obj: WorkSequence) -> dict | None:  # type: ignore[type-arg]
+        wait = sequence_wait(head=obj, now=clock.now())
+        return None if wait is None else SequenceWaitSerializer(wait).data
+
+
 class SequenceOutputSerializer(OutputSpecSerializer):
     state = serializers.BooleanField(default=False, help_text="The state the next step reads (else a report)")
 
@@ -114,7 +146,7 @@ class ExtendSerializer(serializers.Serializer):
     list=extend_schema(
         responses={200: WorkSequenceSerializer(many=True), 400: BAD_REQUEST, 403: FORBIDDEN, 404: NOT_FOUND}
     ),
-    retrieve=extend_schema(responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND}),
+    retrieve=extend_schema(responses={200: WorkSequenceDetailSerializer, 403: FORBIDDEN, 404: NOT_FOUND}),
 )
 class WorkSequenceViewSet(
     NameLookupMixin,
@@ -128,6 +160,10 @@ class WorkSequenceViewSet(
     serializer_class = WorkSequenceSerializer
     lookup_field = "name"
     filterset_class = WorkSequenceFilterSet
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer]:  # type: ignore[type-arg]
+        # One sequence: what it waits for, which takes a few queries per sequence, so not the list.
+        return WorkSequenceSerializer if self.action == "list" else WorkSequenceDetailSerializer
 
     def get_queryset(self) -> QuerySet[WorkSequence]:
         if getattr(self, "swagger_fake_view", False):
@@ -144,7 +180,7 @@ class WorkSequenceViewSet(
 
     @extend_schema(
         request=SequenceCreateSerializer,
-        responses={201: WorkSequenceSerializer, 400: BAD_REQUEST, 403: FORBIDDEN, 404: NOT_FOUND},
+        responses={201: WorkSequenceDetailSerializer, 400: BAD_REQUEST, 403: FORBIDDEN, 404: NOT_FOUND},
     )
     def create(self, request: Request, slug: str) -> Response:
         project = get_object_or_404(Project, slug=slug)
@@ -181,7 +217,7 @@ class WorkSequenceViewSet(
     @extend_schema(
         request=ExtendSerializer,
         responses={
-            200: WorkSequenceSerializer,
+            200: WorkSequenceDetailSerializer,
             400: BAD_REQUEST,
             403: FORBIDDEN,
             404: NOT_FOUND,
@@ -204,7 +240,8 @@ class WorkSequenceViewSet(
         return Response(self.get_serializer(self.get_object()).data)
 
     @extend_schema(
-        request=None, responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT}
+        request=None,
+        responses={200: WorkSequenceDetailSerializer, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT},
     )
     @action(detail=True, methods=["post"])
     def end(self, request: Request, slug: str, name: str) -> Response:
@@ -214,7 +251,8 @@ class WorkSequenceViewSet(
         return Response(self.get_serializer(self.get_object()).data)
 
     @extend_schema(
-        request=None, responses={200: WorkSequenceSerializer, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT}
+        request=None,
+        responses={200: WorkSequenceDetailSerializer, 403: FORBIDDEN, 404: NOT_FOUND, 409: CONFLICT},
     )
     @action(detail=True, methods=["post"])
     def deassign(self, request: Request, slug: str, name: str) -> Response:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from apps.work.domain.states import ValidateState
+from apps.work.domain.states import SequenceState, ValidateState
 from apps.work.domain.validation import (
     Compare,
     Init,
@@ -64,9 +64,44 @@ class ReplicaVerdict:
     need_more_replicas: bool = False  # no consensus is coming from the chains there are
 
 
-def replica_host_allowed(host_id: int, sibling_host_ids: Iterable[int | None]) -> bool:
-    """A host may hold at most one chain of a replicated sequence: agreement must be independent."""
-    return host_id not in set(sibling_host_ids)
+def replica_host_allowed(
+    host_id: int,
+    sibling_host_ids: Iterable[int | None],
+    *,
+    disagreed_host_ids: Iterable[int] = (),
+    fresh_host_wanted: bool = False,
+) -> bool:
+    """Whether ``host_id`` may take a chain of a replicated sequence.
+
+    Agreement must be independent, so never a host that holds a sibling chain or computed a
+    sibling's result that still counts (``sibling_host_ids``); results found INVALID or retired
+    do not count, so a host whose chain was restarted may re-run another one. Right after the
+    chains disagreed (``fresh_host_wanted``: for one delay bound, like the seed's relocation
+    rule), a host that computed a result found INVALID in the group (``disagreed_host_ids``) is
+    passed over too, so that a host that ran neither disagreeing chain re-runs it when there is
+    one; after that the old hosts may have it, so a project with few hosts is not stuck.
+    """
+    if host_id in set(sibling_host_ids):
+        return False
+    return not (fresh_host_wanted and host_id in set(disagreed_host_ids))
+
+
+def fresh_host_until(relocated_at: float | None, *, delay_bound: float) -> float | None:
+    """Until when a chain that moved at ``relocated_at`` wants a host that computed no result
+    found INVALID in its group: one delay bound, as the seed passes over the old host that long."""
+    return None if relocated_at is None else relocated_at + delay_bound
+
+
+def follow_sibling_chains(sibling_states: Iterable[SequenceState]) -> SequenceState | None:
+    """What a live chain becomes because of its siblings: ERROR when one ended in ERROR (no quorum
+    can form without it), ENDED when one ENDED (a quorum agreed on the final state, so the rest of
+    this chain is not needed, as BOINC drops a workunit's unneeded results), else None (go on)."""
+    states = set(sibling_states)
+    if SequenceState.ERROR in states:
+        return SequenceState.ERROR
+    if SequenceState.ENDED in states:
+        return SequenceState.ENDED
+    return None
 
 
 def _candidates(replicas: Iterable[ReplicaCheckpoint[P]]) -> list[ValidationCandidate[P]]:

@@ -63,6 +63,8 @@ from apps.sequences.domain.replicas import (
     ReplicaCheckpoint,
     ReplicaVerdict,
     compare_replica_steps,
+    follow_sibling_chains,
+    fresh_host_until,
     replica_host_allowed,
 )
 from apps.sequences.domain.types import (
@@ -100,6 +102,8 @@ __all__ = [
     "end_plan",
     "extend_plan",
     "failed_step_indices",
+    "follow_sibling_chains",
+    "fresh_host_until",
     "has_failed_step",
     "host_can_take_sequence",
     "is_restartable",

@@ -11,7 +11,8 @@ One pass (``sequence_deadlines_check``) per project, at most ``limit`` sequences
    ``sequence_on_result_validated``);
 3. find live open-ended sequences with every step dispatched (their hook may extend them);
 4. find live sequences whose next step to send has no result waiting (the transitioner or the
-   validator withdrew it; a new one is made);
+   validator withdrew it; a new one is made), and live replica chains whose sibling ended or
+   failed (they end with it);
 5. run ``sequence_refresh`` on each, relocating in case 1: the sequence is deassigned, the results
    after its last validated restartable step are re-created, and the next host starts there.
    A refresh that raises is rolled back, logged and named in the pass's errors; the pass goes on
@@ -103,6 +104,17 @@ def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, bool]]:
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
+    over = WorkSequence.objects.filter(state__in=(SequenceState.ENDED, SequenceState.ERROR))
+    followers = list(
+        in_project.filter(state__in=LIVE_STATES)
+        .filter(
+            Exists(over.filter(id=OuterRef("replica_of_id")))
+            | Exists(over.filter(replica_of_id=OuterRef("id")))
+            | Exists(over.filter(replica_of_id=OuterRef("replica_of_id")))
+        )
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
     orphaned = list(
         in_project.filter(state=SequenceState.ASSIGNED, assigned_host__isnull=True)
         .order_by("id")
@@ -110,7 +122,7 @@ def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, bool]]:
     )
     relocations = list(dict.fromkeys(failing + orphaned))
     moving = set(relocations)
-    refreshes = [i for i in dict.fromkeys(behind + starving + stalled) if i not in moving]
+    refreshes = [i for i in dict.fromkeys(behind + starving + stalled + followers) if i not in moving]
     # No column remembers a sequence whose refresh keeps failing, so it cannot back off, and the
     # queries' fixed order would put it first in every pass. Shuffled within each group
     # (relocations still first), a slow failure does not spend the task's time limit ahead of

@@ -19,7 +19,17 @@ when a chain's refresh finds its next checkpoint validated:
    so marked restarts from the last agreed checkpoint on another host (``chain_disagreement``).
    After the project's ``sequence_max_disagreements`` restarts the chains end in ERROR instead,
    with the reason on the head; a chain whose sibling ended in ERROR ends with it, since no
-   quorum can form without it.
+   quorum can form without it, and one that is not valid at its next checkpoint while a sibling
+   ENDED (a quorum agreed on the final state without it) ends too: its remaining steps are not
+   needed, as BOINC drops a workunit's unneeded results.
+
+Who re-runs a chain: never a host that holds a sibling or computed a sibling's result that still
+counts (a result found INVALID, or retired when its chain moved, does not); for one delay bound
+after the chain moved, not a host that computed a result found INVALID in the group either, so a
+host that ran neither disagreeing chain takes it when one asks (``replica_host_fits``).
+
+A file gone from the upload area (its step was assimilated and its files deleted before the slower
+chain reached the checkpoint) is compared by the MD5 its client reported.
 
 Each chain only writes its own head; the others follow on their own refresh (the validator's call
 or the sequence-deadline daemon), so no two head rows are locked at once. The INVALID marks on the
@@ -28,30 +38,39 @@ step-k results are what tells the other chains, whose refresh may come after thi
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import Q
 
 from apps.applications.models import App
+from apps.core import clock
 from apps.sequences.domain.rules import (
     Checkpoint,
     ReplicaCheckpoint,
+    ReplicaVerdict,
     SequenceSnapshot,
     compare_replica_steps,
+    follow_sibling_chains,
+    fresh_host_until,
     refresh_head,
     relocation_plan,
+    replica_host_allowed,
 )
 from apps.sequences.models import WorkSequence
-from apps.sequences.services.moves import chain_fail, grace_now, relocation_apply
+from apps.sequences.services.moves import chain_end, chain_fail, grace_now, relocation_apply
 from apps.sequences.services.rows import Chain, head_save
-from apps.sequences.services.steps import state_files, uploaded_path
-from apps.work.domain.states import SequenceState, ValidateState
+from apps.sequences.services.steps import default_delay_bound, state_files, uploaded_path
+from apps.work.domain.states import Outcome, SequenceState, ValidateState
 from apps.work.domain.validation import bitwise_equal, tolerant_numeric_equal
 from apps.work.models import Result, Workunit
 
+OVER = (SequenceState.ENDED, SequenceState.ERROR)
 Payload = tuple[bytes, ...]
+MD5 = b"md5:"  # a payload part that is only the client's checksum of a file no longer on disk
+RETIRED = (Outcome.DIDNT_NEED, Outcome.NO_REPLY)  # dropped when their chain moved on
 
 
 def group_ids(head: WorkSequence) -> list[int]:
@@ -62,22 +81,51 @@ def group_ids(head: WorkSequence) -> list[int]:
 
 
 def sibling_host_ids(head: WorkSequence) -> set[int]:
-    """Hosts that hold a sibling chain or computed any of its results (independence)."""
+    """Hosts that hold a sibling chain or computed one of its results that still counts
+    (independence); a result found INVALID or retired (its chain restarted) does not."""
     siblings = [i for i in group_ids(head) if i != head.id]
     held = WorkSequence.objects.filter(id__in=siblings, assigned_host__isnull=False).values_list(
         "assigned_host_id", flat=True
     )
-    ran = Result.objects.filter(workunit__sequence_id__in=siblings, host__isnull=False).values_list(
-        "host_id", flat=True
+    ran = (
+        Result.objects.filter(workunit__sequence_id__in=siblings, host__isnull=False)
+        .exclude(validate_state=ValidateState.INVALID)
+        .exclude(outcome__in=RETIRED)
+        .values_list("host_id", flat=True)
     )
     return set(held) | set(ran)
+
+
+def chain_fresh_host_until(head: WorkSequence) -> float | None:
+    relocated = None if head.relocated_time is None else clock.to_unix(head.relocated_time)
+    return fresh_host_until(relocated, delay_bound=default_delay_bound(head.max_result_time))
+
+
+def replica_host_fits(head: WorkSequence, host_id: int, *, now: datetime) -> bool:
+    """Whether ``host_id`` may take the chain ``head`` now (domain ``replica_host_allowed``): a
+    fresh host is wanted for one delay bound after the chain moved, as the seed's relocation
+    rule passes over the old host for that long."""
+    until = chain_fresh_host_until(head)
+    fresh_wanted = until is not None and clock.to_unix(now) < until
+    disagreed: set[int] = set()
+    if fresh_wanted:
+        disagreed = set(
+            Result.objects.filter(
+                workunit__sequence_id__in=group_ids(head),
+                validate_state=ValidateState.INVALID,
+                host__isnull=False,
+            ).values_list("host_id", flat=True)
+        )
+    return replica_host_allowed(
+        host_id, sibling_host_ids(head), disagreed_host_ids=disagreed, fresh_host_wanted=fresh_wanted
+    )
 
 
 def _payload(result: Result) -> Payload:
     parts = []
     for output in state_files(result):
         path = uploaded_path(result.project, output.name)
-        parts.append(path.read_bytes() if path is not None else b"md5:" + output.md5_cksum.encode())
+        parts.append(path.read_bytes() if path is not None else MD5 + output.md5_cksum.encode())
     return tuple(parts)
 
 
@@ -88,7 +136,12 @@ def _comparator(app: App) -> Callable[[Payload, Payload], bool]:
         for x, y in zip(a, b, strict=True):
             if app.validator == App.Validator.TRIVIAL:
                 continue
-            if x.startswith(b"md5:") or y.startswith(b"md5:") or app.validator == App.Validator.BITWISE:
+            if x.startswith(MD5) or y.startswith(MD5):
+                # One file is gone from the upload area (its step was assimilated before the
+                # slower chain got there): compare checksums, the only thing both sides have.
+                if _md5_of(x) != _md5_of(y):
+                    return False
+            elif app.validator == App.Validator.BITWISE:
                 if not bitwise_equal(x, y):
                     return False
             elif not tolerant_numeric_equal(
@@ -100,7 +153,13 @@ def _comparator(app: App) -> Callable[[Payload, Payload], bool]:
     return same
 
 
-def _next_checkpoint(chain: Chain) -> int | None:
+def _md5_of(part: bytes) -> bytes:
+    return (
+        part[len(MD5) :].strip().lower() if part.startswith(MD5) else hashlib.md5(part).hexdigest().encode()
+    )
+
+
+def unconfirmed_checkpoint(chain: Chain) -> int | None:
     confirmed = chain.snapshot.last_restartable_validated_index
     return next(
         (
@@ -113,16 +172,42 @@ def _next_checkpoint(chain: Chain) -> int | None:
 
 
 def replicas_compare(chain: Chain, *, now: datetime) -> bool:
-    """Compare this chain with its siblings at its next validated checkpoint (module doc)."""
+    """Compare this chain with its siblings at its next validated checkpoint, or end it as its
+    siblings did (module doc); True if the chain changed."""
     if not chain.replicated:
         return False
-    failed = _sibling_in_error(chain.head)
-    if failed is not None:
+    over = list(
+        WorkSequence.objects.filter(id__in=group_ids(chain.head), state__in=OVER)
+        .exclude(id=chain.head.id)
+        .order_by("id")
+    )
+    follow = follow_sibling_chains(SequenceState(s.state) for s in over)
+    if follow == SequenceState.ERROR:
+        failed = next(s for s in over if s.state == SequenceState.ERROR)
         chain_fail(chain, f"replica chain {failed.name} ended in error: {failed.error_reason}"[:500], now=now)
         return True
-    k = _next_checkpoint(chain)
-    if k is None:
-        return False
+    k = unconfirmed_checkpoint(chain)
+    check = None if k is None else _check(chain, k)
+    if check is not None and chain.head.id in check.verdict.valid_sequence_ids:
+        own = check.rows[chain.head.id].canonical_result_id
+        chain.steps = [replace(s, canonical_result_id=own) if s.index == k else s for s in chain.steps]
+        head_save(chain, refresh_head(_with_checkpoint(chain, check.k, own), chain.steps), now=now)
+        return True
+    if follow == SequenceState.ENDED:
+        return chain_end(chain, now=now)  # the others agreed on the final state without it
+    return check is not None and _disagreed(chain, check, now=now)
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    k: int
+    verdict: ReplicaVerdict
+    rows: dict[int, Workunit]  # chain id -> its step-k workunit
+    reported: tuple[int, ...]  # the chains' step-k results
+
+
+def _check(chain: Chain, k: int) -> _Check:
+    """Steps 1-2 of the module doc: every chain's step-k result, compared."""
     ids = group_ids(chain.head)
     rows = {
         wu.sequence_id: wu
@@ -142,16 +227,19 @@ def replicas_compare(chain: Chain, *, now: datetime) -> bool:
     verdict = compare_replica_steps(
         k, replicas, min_quorum=min(max(2, app.min_quorum), len(ids)), compare=_comparator(app)
     )
-    me = chain.head.id
-    if me in verdict.valid_sequence_ids:
-        own = rows[me].canonical_result_id
-        chain.steps = [replace(s, canonical_result_id=own) if s.index == k else s for s in chain.steps]
-        head_save(chain, refresh_head(_with_checkpoint(chain, k, own), chain.steps), now=now)
-        return True
+    reported = tuple(r.result_id for r in replicas if r.result_id is not None)
+    return _Check(k, verdict, rows, reported)
+
+
+def _disagreed(chain: Chain, check: _Check, *, now: datetime) -> bool:
+    """Step 3 of the module doc for a chain that is not valid at the checkpoint."""
+    me, k, verdict = chain.head.id, check.k, check.verdict
     if me in verdict.invalid_sequence_ids and verdict.canonical_result_id is not None:
         # Step k keeps its (now INVALID) canonical result so it still counts as done: the chain
         # continues from the agreed state, and only the steps computed after it are redone.
-        Result.objects.filter(id=rows[me].canonical_result_id).update(validate_state=ValidateState.INVALID)
+        Result.objects.filter(id=check.rows[me].canonical_result_id).update(
+            validate_state=ValidateState.INVALID
+        )
         _unvalidate(chain, first=k + 1)
         plan = relocation_plan(
             chain.snapshot,
@@ -161,25 +249,15 @@ def replicas_compare(chain: Chain, *, now: datetime) -> bool:
         )
         relocation_apply(chain, plan, now=now)
         return True
-    mine = rows[me].canonical_result
+    mine = check.rows[me].canonical_result
     if verdict.need_more_replicas and mine is not None:
         # Every chain that reported step k is told by its mark, whichever refreshes first.
-        reported = [r.result_id for r in replicas if r.result_id is not None]
-        Result.objects.filter(id__in=reported).update(validate_state=ValidateState.INVALID)
+        Result.objects.filter(id__in=check.reported).update(validate_state=ValidateState.INVALID)
         mine.validate_state = ValidateState.INVALID
     if mine is not None and mine.validate_state == ValidateState.INVALID:
         chain_disagreement(chain, k, now=now)
         return True
     return False
-
-
-def _sibling_in_error(head: WorkSequence) -> WorkSequence | None:
-    return (
-        WorkSequence.objects.filter(id__in=group_ids(head), state=SequenceState.ERROR)
-        .exclude(id=head.id)
-        .order_by("id")
-        .first()
-    )
 
 
 def chain_disagreement(chain: Chain, k: int, *, now: datetime) -> None:

@@ -56,7 +56,7 @@ from apps.sequences.domain.rules import (
 from apps.sequences.models import WorkSequence
 from apps.sequences.services import sequence_relocate
 from apps.sequences.services.hosts import sequence_assign, sequence_release_notified, state_files_released
-from apps.sequences.services.replica_check import sibling_host_ids
+from apps.sequences.services.replica_check import replica_host_fits
 from apps.sequences.services.rows import Chain, chain_load, head_get, head_save, heads_locked
 from apps.sequences.services.steps import default_delay_bound
 from apps.work.domain.states import SequenceState, ServerState
@@ -335,7 +335,7 @@ def _assign_one(dispatcher: Dispatcher) -> None:
         app = versions.apps[seq.app_id]
         if seq.name in ctx.sequences_unassigned or _taken_from(seq, ctx):
             continue  # taken from this host: it goes to another (seed 001)
-        if app.sequence_redundancy and ctx.host.id in sibling_host_ids(seq):
+        if app.sequence_redundancy and not replica_host_fits(seq, ctx.host.id, now=ctx.now):
             continue  # replica chains must be computed by different hosts
         result = (
             Result.objects.filter(workunit_id=seq.first_undispatched_id, server_state=ServerState.INACTIVE)
