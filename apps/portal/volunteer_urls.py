@@ -1,8 +1,9 @@
 """Volunteer pages under each project's master URL, with BOINC's page names."""
 
 from django.urls import path
+from django.views.decorators.cache import never_cache
 
-from apps.portal import account_views, password_views, prefs_views, task_views, team_views
+from apps.portal import account_views, password_views, prefs_views, task_views, team_views, web_rpcs
 from apps.portal import volunteer_views as v
 
 app_name = "volunteers"
@@ -14,6 +15,15 @@ urlpatterns = [
     path("<slug:slug>/top_users.php", v.top_users, name="top_users"),
     path("<slug:slug>/top_hosts.php", v.top_hosts, name="top_hosts"),
     path("<slug:slug>/top_teams.php", v.top_teams, name="top_teams"),
+    # XML web RPCs for statistics sites and tools (show_user.php?format=xml is above). Those
+    # taking an account key are kept by no cache (never_cache), as lookup_account.php.
+    path("<slug:slug>/team_lookup.php", web_rpcs.team_lookup, name="team_lookup"),
+    path("<slug:slug>/team_email_list.php", web_rpcs.team_email_list, name="team_email_list"),
+    path(
+        "<slug:slug>/team_members_list.php", never_cache(web_rpcs.team_members_list), name="team_members_list"
+    ),
+    path("<slug:slug>/apps.php", web_rpcs.apps_page, name="apps"),
+    path("<slug:slug>/pending.php", never_cache(web_rpcs.pending), name="pending"),
     # Tasks.
     path("<slug:slug>/results.php", task_views.results, name="results"),
     path("<slug:slug>/result.php", task_views.result, name="result"),

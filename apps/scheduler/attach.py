@@ -278,7 +278,7 @@ def am_host_venue_set(*, project: Project, authenticator: str, hostid: str, venu
     """am_set_host_info.php: the location of one of the account's computers; -136 if the
     host is not the account's."""
     account = account_by_key(project=project, authenticator=authenticator)
-    host = Host.objects.filter(project=project, account=account, pk=_int_param("hostid", hostid)).first()
+    host = Host.objects.filter(project=project, account=account, pk=int_param("hostid", hostid)).first()
     if host is None:
         raise AccountRpcError(WebRpcError.NOT_FOUND)
     try:
@@ -287,7 +287,7 @@ def am_host_venue_set(*, project: Project, authenticator: str, hostid: str, venu
         raise AccountRpcError(ERR_GENERIC, "bad venue: home, school, work or empty") from None
 
 
-def _int_param(name: str, value: str) -> int:
+def int_param(name: str, value: str) -> int:
     try:
         number = int(value)
     except ValueError:
@@ -311,7 +311,7 @@ def _error(exc: AccountRpcError) -> HttpResponse:
     return response
 
 
-def _param(request: HttpRequest, name: str) -> str | None:
+def query_param(request: HttpRequest, name: str) -> str | None:
     """A query parameter as given; every parameter these pages read comes through here."""
     value = request.GET.get(name)
     if value is not None and "\x00" in value:
@@ -320,8 +320,8 @@ def _param(request: HttpRequest, name: str) -> str | None:
     return value
 
 
-def _required(request: HttpRequest, name: str) -> str:
-    value = _param(request, name)
+def required_param(request: HttpRequest, name: str) -> str:
+    value = query_param(request, name)
     if value is None or not value.strip():
         raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
     return value
@@ -329,7 +329,7 @@ def _required(request: HttpRequest, name: str) -> str:
 
 def _present(request: HttpRequest, name: str) -> str:
     """A parameter that must be there but may be empty (checked by the service)."""
-    value = _param(request, name)
+    value = query_param(request, name)
     if value is None:
         raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
     return value
@@ -339,7 +339,7 @@ def _project(slug: str) -> Project | None:
     return Project.objects.filter(slug=slug).first()
 
 
-def _web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[HttpRequest, str], HttpResponse]:
+def web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[HttpRequest, str], HttpResponse]:
     """GET only; unknown project → 404; AccountRpcError → BOINC's <error> reply."""
 
     def view(request: HttpRequest, slug: str) -> HttpResponse:
@@ -358,23 +358,23 @@ def _web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[Http
     return view
 
 
-@_web_rpc
+@web_rpc
 def get_project_config(request: HttpRequest, project: Project) -> bytes:
     return render_project_config(project_config_get(project=project))
 
 
-@_web_rpc
+@web_rpc
 def lookup_account(request: HttpRequest, project: Project) -> bytes:
-    email = _required(request, "email_addr")
-    digest = _param(request, "passwd_hash") or None
+    email = required_param(request, "email_addr")
+    digest = query_param(request, "passwd_hash") or None
     with login_attempt(request, email, proves_password=digest is not None):
         account = account_lookup(project=project, email_addr=email, passwd_hash=digest)
     return render_account_out(None if account is None else account.authenticator)
 
 
-@_web_rpc
+@web_rpc
 def create_account(request: HttpRequest, project: Project) -> bytes:
-    email = _required(request, "email_addr")
+    email = required_param(request, "email_addr")
     wait = signup_wait(request)
     if wait is not None:
         raise too_many_attempts(wait)
@@ -383,9 +383,9 @@ def create_account(request: HttpRequest, project: Project) -> bytes:
         account, _ = account_create(
             project=project,
             email_addr=email,
-            passwd_hash=_required(request, "passwd_hash"),
+            passwd_hash=required_param(request, "passwd_hash"),
             user_name=_present(request, "user_name"),
-            team_name=_param(request, "team_name") or "",
+            team_name=query_param(request, "team_name") or "",
         )
     return render_account_out(account.authenticator)
 
@@ -416,17 +416,17 @@ def key_attempt(request: HttpRequest, authenticator: str) -> AbstractContextMana
     return login_attempt(request, "key:" + hashlib.sha256(authenticator.encode()).hexdigest()[:32])
 
 
-@_web_rpc
+@web_rpc
 def am_get_info(request: HttpRequest, project: Project) -> bytes:
-    authenticator = _required(request, "account_key")
+    authenticator = required_param(request, "account_key")
     with key_attempt(request, authenticator):
         return render_am_get_info_reply(am_info_get(project=project, authenticator=authenticator))
 
 
-@_web_rpc
+@web_rpc
 def am_set_host_info(request: HttpRequest, project: Project) -> bytes:
-    authenticator = _required(request, "account_key")
-    hostid, venue = _required(request, "hostid"), _present(request, "venue")
+    authenticator = required_param(request, "account_key")
+    hostid, venue = required_param(request, "hostid"), _present(request, "venue")
     with key_attempt(request, authenticator):
         am_host_venue_set(project=project, authenticator=authenticator, hostid=hostid, venue=venue)
     return render_success_reply("am_set_host_info_reply")
