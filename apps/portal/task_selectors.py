@@ -40,11 +40,15 @@ def task_list(
     host: Host | None = None,
     state: TaskFilter = TaskFilter.ALL,
     app_id: int | None = None,
+    names: bool = False,
 ) -> QuerySet[Result]:
-    """The tasks sent to an account or a computer, newest first, as results.php lists them."""
+    """The tasks sent to an account or a computer, newest first, as results.php lists them;
+    with ``names``, each with its workunit's name (``workunit_name``)."""
     rows = Result.objects.filter(_owner(account, host), FILTERS[state], project=project)
     if app_id is not None:
         rows = rows.filter(app_id=app_id)
+    if names:
+        rows = rows.annotate(workunit_name=F("workunit__name"))
     return rows.select_related("app", "app_version__platform").order_by("-sent_time", "-id")
 
 

@@ -1,12 +1,21 @@
 """Volunteer pages under each project's master URL, with BOINC's page names."""
 
+from collections.abc import Callable
+
+from django.http.response import HttpResponseBase
 from django.urls import path
 from django.views.decorators.cache import never_cache
+from django.views.generic import RedirectView
 
 from apps.portal import account_views, password_views, prefs_views, task_views, team_views, web_rpcs
 from apps.portal import volunteer_views as v
 
 app_name = "volunteers"
+
+
+def _to(pattern_name: str) -> Callable[..., HttpResponseBase]:
+    return RedirectView.as_view(pattern_name=pattern_name, query_string=True)
+
 
 urlpatterns = [
     path("<slug:slug>/show_user.php", v.show_user, name="user"),
@@ -39,6 +48,12 @@ urlpatterns = [
     path("<slug:slug>/edit_user_info.php", account_views.edit_user_info, name="edit_user_info"),
     path("<slug:slug>/edit_email.php", account_views.edit_email, name="edit_email"),
     path("<slug:slug>/edit_passwd.php", account_views.edit_passwd, name="edit_passwd"),
+    # BOINC's names of the account pages, which volunteers' bookmarks and the BOINC Manager's
+    # links use: sent on (query string kept) to the pages that do the same here.
+    path("<slug:slug>/home.php", _to("account_home"), name="boinc_home"),
+    path("<slug:slug>/edit_user_info_form.php", _to("volunteers:edit_user_info"), name="edit_user_info_form"),
+    path("<slug:slug>/edit_email_form.php", _to("volunteers:edit_email"), name="edit_email_form"),
+    path("<slug:slug>/edit_passwd_form.php", _to("volunteers:edit_passwd"), name="edit_passwd_form"),
     path("<slug:slug>/get_passwd.php", password_views.PasswordResetView.as_view(), name="password_reset"),
     path(
         "<slug:slug>/get_passwd.php/sent/",
