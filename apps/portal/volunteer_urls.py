@@ -48,6 +48,7 @@ urlpatterns = [
     path("<slug:slug>/edit_user_info.php", account_views.edit_user_info, name="edit_user_info"),
     path("<slug:slug>/edit_email.php", account_views.edit_email, name="edit_email"),
     path("<slug:slug>/edit_passwd.php", account_views.edit_passwd, name="edit_passwd"),
+    path("<slug:slug>/weak_auth.php", never_cache(account_views.weak_auth), name="weak_auth"),
     # BOINC's names of the account pages, which volunteers' bookmarks and the BOINC Manager's
     # links use: sent on (query string kept) to the pages that do the same here.
     path("<slug:slug>/home.php", _to("account_home"), name="boinc_home"),
