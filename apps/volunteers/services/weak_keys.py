@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.volunteers.domain.weak_keys import weak_key, weak_key_matches, weak_key_userid
+from apps.volunteers.domain.weak_keys import weak_key, weak_key_matches
 from apps.volunteers.models import Account
 
 
@@ -15,14 +15,3 @@ def account_weak_key_matches(account: Account, key: str) -> bool:
     return weak_key_matches(
         key, userid=account.pk, authenticator=account.authenticator, passwd_hash=account.passwd_hash
     )
-
-
-def account_by_weak_key(*, project_id: int, key: str) -> Account | None:
-    """The account of this project whose weak key ``key`` is, or None."""
-    userid = weak_key_userid(key)
-    if userid is None:
-        return None
-    account = Account.objects.select_related("team").filter(project_id=project_id, pk=userid).first()
-    if account is None or not account_weak_key_matches(account, key):
-        return None
-    return account
