@@ -16,7 +16,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-SECRET_PARAMETERS = ("account_key", "authenticator", "passwd_hash", "auth_str")
+SECRET_PARAMETERS = ("account_key", "authenticator", "passwd_hash", "auth_str", "auth")
 MASK = "***"
 # A name as a form decodes it: any letter case, "_" also percent-encoded.
 _NAMES = "|".join(name.replace("_", "(?:_|%5f)") for name in SECRET_PARAMETERS)

@@ -1,8 +1,10 @@
 """Account editing pages with BOINC's names: edit_user_info.php (name, country, web site),
-edit_email.php and edit_passwd.php. The log-in and sign-up pages are
+edit_email.php, edit_passwd.php, and weak_auth.php (the account's keys). The log-in and sign-up pages are
 apps.scheduler.account_pages; password reset is apps.portal.password_views."""
 
 from __future__ import annotations
+
+import re
 
 from django import forms
 from django.contrib import messages
@@ -18,6 +20,7 @@ from apps.scheduler.ratelimits import login_failed, login_wait, too_many_text
 from apps.volunteers.mail import volunteer_mail_send
 from apps.volunteers.models import Account
 from apps.volunteers.services import AccountEditError, account_email_change, account_info_update
+from apps.volunteers.services.weak_keys import account_weak_key
 
 
 def _home(request: HttpRequest, project: Project, text: str) -> HttpResponse:
@@ -104,3 +107,18 @@ def edit_passwd(request: HttpRequest, project: Project, account: Account) -> Htt
     if form.has_error("old_password", "password_incorrect"):
         login_failed(request, account.email_addr)
     return _page(request, project, "edit_passwd.html", form=form, account=account)
+
+
+@volunteer_required
+def weak_auth(request: HttpRequest, project: Project, account: Account) -> HttpResponse:
+    """weak_auth.php: the account key and the weak key, with the account file that attaches
+    a computer by the weak key."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", re.sub(r"^[a-z]+://", "", project.master_url)).rstrip("_")
+    return _page(
+        request,
+        project,
+        "weak_auth.html",
+        account=account,
+        weak_key=account_weak_key(account),
+        account_file=f"account_{name}.xml",
+    )

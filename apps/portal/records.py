@@ -1,12 +1,16 @@
-"""Users, hosts and teams as BOINC's XML records (show_user and the db_dump stats export)."""
+"""Users, hosts, teams, apps and pending results as BOINC's XML records (show_user, the XML web
+RPCs and the db_dump stats export)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC
 
+from apps.applications.models import App, AppVersion
 from apps.hosts.models import Host
-from apps.protocol.stats_xml import Record
+from apps.protocol.stats_xml import Record, Value
 from apps.volunteers.models import Account, Team
+from apps.work.models import Result
 
 
 def user_record(account: Account, hosts: Iterable[Host] = ()) -> Record:
@@ -88,4 +92,152 @@ def team_record(team: Team) -> Record:
             ("description", team.description),
             ("country", team.country),
         ),
+    )
+
+
+# --- the XML web RPCs (BOINC's xml.inc), which differ from the export's records -------------
+
+
+def owner_record(account: Account, hosts: Iterable[Host]) -> Record:
+    """show_user.php?auth=…&format=xml: the account as its owner sees it, with its computers."""
+    return Record(
+        "user",
+        (
+            ("id", account.id),
+            ("cpid", account.public_cpid),
+            ("create_time", int(account.create_time.timestamp())),
+            ("name", account.name),
+            ("total_credit", account.total_credit),
+            ("expavg_credit", account.expavg_credit),
+            ("expavg_time", account.expavg_time),
+            ("teamid", account.team_id or 0),
+            ("has_profile", 0),
+            ("venue", account.venue),
+        ),
+        tuple(_owned_host_record(h) for h in hosts),
+        (("country", account.country), ("url", account.url or None)),
+    )
+
+
+def _owned_host_record(host: Host) -> Record:
+    return Record(
+        "host",
+        (
+            ("id", host.id),
+            ("create_time", int(host.create_time.timestamp())),
+            ("rpc_seqno", host.rpc_seqno),
+            ("rpc_time", int(host.rpc_time.timestamp()) if host.rpc_time else 0),
+            ("host_cpid", host.host_cpid),
+            ("total_credit", host.total_credit),
+            ("expavg_credit", host.expavg_credit),
+            ("expavg_time", host.expavg_time),
+            ("domain_name", host.domain_name),
+            ("p_ncpus", host.p_ncpus),
+            ("p_vendor", host.p_vendor),
+            ("p_model", host.p_model),
+            ("p_fpops", host.p_fpops),
+            ("p_iops", host.p_iops),
+            ("os_name", host.os_name),
+            ("os_version", host.os_version),
+            ("m_nbytes", host.m_nbytes),
+            ("d_free", host.d_free),
+            ("d_total", host.d_total),
+            ("venue", host.venue),
+        ),
+    )
+
+
+def team_lookup_record(team: Team) -> Record:
+    """team_lookup.php's <team>."""
+    return Record(
+        "team",
+        (
+            ("id", team.id),
+            ("create_time", int(team.create_time.timestamp())),
+            ("userid", team.founder_id or 0),
+            ("name", team.name),
+            ("url", team.url),
+            ("type", team.type),
+            ("country", team.country),
+            ("total_credit", team.total_credit),
+            ("expavg_credit", team.expavg_credit),
+            ("expavg_time", team.expavg_time),
+        ),
+    )
+
+
+def team_member_record(account: Account, *, credit_only: bool = False, email: bool = False) -> Record:
+    """team_email_list.php's <user>; the email address only for the team's founder
+    (team_members_list.php), the cpid only for users who consented to the export."""
+    head: tuple[tuple[str, Value], ...] = (
+        ("id", account.id),
+        ("cpid", account.public_cpid if account.stats_export_consent else None),
+        ("email_addr", account.email_addr if email else None),
+        ("total_credit", account.total_credit),
+    )
+    if credit_only:
+        return Record("user", head)
+    return Record(
+        "user",
+        (
+            *head,
+            ("create_time", int(account.create_time.timestamp())),
+            ("name", account.name),
+            ("expavg_credit", account.expavg_credit),
+            ("expavg_time", account.expavg_time),
+            ("has_profile", 0),
+            ("country", account.country),
+            ("url", account.url or None),
+        ),
+    )
+
+
+def app_record(app: App, versions: Iterable[AppVersion]) -> Record:
+    """apps.php?xml=1's <application> with its current versions."""
+    return Record(
+        "application",
+        (
+            ("user_friendly_name", app.user_friendly_name or app.name),
+            ("name", app.name),
+            ("id", app.id),
+            ("beta", app.beta),
+        ),
+        tuple(
+            Record(
+                "version",
+                (
+                    ("platform_short", v.platform.name),
+                    ("platform_long", v.platform.user_friendly_name or v.platform.name),
+                    ("version_num", v.version_num),
+                    ("plan_class", v.plan_class),
+                    ("date", v.create_time.astimezone(UTC).strftime("%-d %b %Y, %-H:%M:%S UTC")),
+                    ("date_unix", int(v.create_time.timestamp())),
+                    ("beta", v.beta),
+                ),
+            )
+            for v in versions
+        ),
+    )
+
+
+def pending_credit_record(claims: Iterable[tuple[Result, float]]) -> Record:
+    """pending.php?format=xml: the account's results awaiting validation and their claims."""
+    rows = list(claims)
+    return Record(
+        "pending_credit",
+        (),
+        tuple(
+            Record(
+                "result",
+                (
+                    ("resultid", r.id),
+                    ("workunitid", r.workunit_id),
+                    ("hostid", r.host_id or 0),
+                    ("claimed_credit", claim),
+                    ("received_time", int(r.received_time.timestamp()) if r.received_time else 0),
+                ),
+            )
+            for r, claim in rows
+        ),
+        (("total_claimed_credit", sum(claim for _, claim in rows)),),
     )

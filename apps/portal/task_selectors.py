@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
 from apps.core.domain.resources import COBBLESTONE_SCALE
 from apps.credit.domain import default_pfc
@@ -40,11 +40,15 @@ def task_list(
     host: Host | None = None,
     state: TaskFilter = TaskFilter.ALL,
     app_id: int | None = None,
+    names: bool = False,
 ) -> QuerySet[Result]:
-    """The tasks sent to an account or a computer, newest first, as results.php lists them."""
+    """The tasks sent to an account or a computer, newest first, as results.php lists them;
+    with ``names``, each with its workunit's name (``workunit_name``)."""
     rows = Result.objects.filter(_owner(account, host), FILTERS[state], project=project)
     if app_id is not None:
         rows = rows.filter(app_id=app_id)
+    if names:
+        rows = rows.annotate(workunit_name=F("workunit__name"))
     return rows.select_related("app", "app_version__platform").order_by("-sent_time", "-id")
 
 
@@ -64,6 +68,17 @@ def task_summary(
         granted_credit=total,
         pending_credit=estimate,
     )
+
+
+def pending_claims(*, project: Project, account: Account) -> list[tuple[Result, float]]:
+    """The account's tasks awaiting validation with their claimed credit (pending.php): the
+    stored claim, else the estimate the task pages add up (task_summary)."""
+    rows = (
+        Result.objects.filter(AWAITING_VALIDATION, project=project, account=account)
+        .annotate(fpops=F("workunit__rsc_fpops_est"), min_avg=F("app__min_avg_pfc"))
+        .order_by("id")
+    )
+    return [(r, r.claimed_credit or default_pfc(r.fpops, r.min_avg) * COBBLESTONE_SCALE) for r in rows]
 
 
 def task_get(*, project: Project, result_id: int | None = None, name: str | None = None) -> Result | None:

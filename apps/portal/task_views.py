@@ -54,11 +54,15 @@ def results(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("missing userid or hostid")
     state = task_filter_parse(request.GET.get("state"))
     app_id = _int(request, "appid")
+    # BOINC's show_names=1: tasks and workunits by name rather than id.
+    show_names = request.GET.get("show_names") not in (None, "", "0")
     page = Paginator(
-        sel.task_list(project=project, state=state, app_id=app_id, **owner), TASKS_PER_PAGE
+        sel.task_list(project=project, state=state, app_id=app_id, names=show_names, **owner), TASKS_PER_PAGE
     ).get_page(request.GET.get("page"))
     summary = sel.task_summary(project=project, **owner)
     query = f"hostid={hostid}" if hostid is not None else f"userid={userid}"
+    if show_names:
+        query += "&show_names=1"
     return render(
         request,
         "portal/tasks/results.html",
@@ -72,6 +76,7 @@ def results(request: HttpRequest, slug: str) -> HttpResponse:
             "state": state,
             "query": query,
             "show_host": "account" in owner,
+            "show_names": show_names,
         },
     )
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Avg, Count, Q, QuerySet, Sum
 
+from apps.applications.models import App, AppVersion
 from apps.credit.convert import max_jobs_per_day_init
 from apps.credit.domain.quota import initial_max_jobs_per_day
 from apps.credit.models import UserAppCredit
@@ -104,3 +105,43 @@ def project_totals(project: Project) -> dict:
     return Account.objects.filter(project=project).aggregate(
         users=Count("id"), credit=Sum("total_credit"), active=Count("id", filter=Q(expavg_credit__gt=1))
     )
+
+
+# --- the XML web RPCs ---------------------------------------------------------------------
+
+RPC_MAX_TEAMS = 100  # team_lookup.php answers at most this many teams, as BOINC's
+
+
+def teams_named(project: Project, text: str) -> list[Team]:
+    """Teams whose name contains ``text`` (any case), most recent credit first."""
+    return list(
+        Team.objects.filter(project=project, name__icontains=text).order_by("-expavg_credit", "id")[
+            :RPC_MAX_TEAMS
+        ]
+    )
+
+
+def teams_with_ids(project: Project, ids: list[int]) -> list[Team]:
+    """The teams of these ids that exist, in the order asked."""
+    found = Team.objects.filter(project=project, pk__in=ids[:RPC_MAX_TEAMS]).in_bulk()
+    return [found[i] for i in dict.fromkeys(ids[:RPC_MAX_TEAMS]) if i in found]
+
+
+def team_members(team: Team) -> QuerySet[Account]:
+    return team.members.order_by("id")
+
+
+def apps_current_versions(project: Project) -> list[tuple[App, list[AppVersion]]]:
+    """The project's apps and, per platform and plan class, the newest version (apps.php)."""
+    versions = (
+        AppVersion.objects.filter(
+            app__project=project, app__deprecated=False, deprecated=False, platform__deprecated=False
+        )
+        .select_related("platform")
+        .order_by("app_id", "platform__name", "plan_class", "-version_num")
+    )
+    newest: dict[int, dict[tuple[str, str], AppVersion]] = {}
+    for version in versions:
+        newest.setdefault(version.app_id, {}).setdefault((version.platform.name, version.plan_class), version)
+    apps = App.objects.filter(project=project, deprecated=False).order_by("id")
+    return [(app, list(newest.get(app.pk, {}).values())) for app in apps]

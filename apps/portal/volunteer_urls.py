@@ -1,11 +1,21 @@
 """Volunteer pages under each project's master URL, with BOINC's page names."""
 
-from django.urls import path
+from collections.abc import Callable
 
-from apps.portal import account_views, password_views, prefs_views, task_views, team_views
+from django.http.response import HttpResponseBase
+from django.urls import path
+from django.views.decorators.cache import never_cache
+from django.views.generic import RedirectView
+
+from apps.portal import account_views, password_views, prefs_views, task_views, team_views, web_rpcs
 from apps.portal import volunteer_views as v
 
 app_name = "volunteers"
+
+
+def _to(pattern_name: str) -> Callable[..., HttpResponseBase]:
+    return RedirectView.as_view(pattern_name=pattern_name, query_string=True)
+
 
 urlpatterns = [
     path("<slug:slug>/show_user.php", v.show_user, name="user"),
@@ -14,6 +24,15 @@ urlpatterns = [
     path("<slug:slug>/top_users.php", v.top_users, name="top_users"),
     path("<slug:slug>/top_hosts.php", v.top_hosts, name="top_hosts"),
     path("<slug:slug>/top_teams.php", v.top_teams, name="top_teams"),
+    # XML web RPCs for statistics sites and tools (show_user.php?format=xml is above). Those
+    # taking an account key are kept by no cache (never_cache), as lookup_account.php.
+    path("<slug:slug>/team_lookup.php", web_rpcs.team_lookup, name="team_lookup"),
+    path("<slug:slug>/team_email_list.php", web_rpcs.team_email_list, name="team_email_list"),
+    path(
+        "<slug:slug>/team_members_list.php", never_cache(web_rpcs.team_members_list), name="team_members_list"
+    ),
+    path("<slug:slug>/apps.php", web_rpcs.apps_page, name="apps"),
+    path("<slug:slug>/pending.php", never_cache(web_rpcs.pending), name="pending"),
     # Tasks.
     path("<slug:slug>/results.php", task_views.results, name="results"),
     path("<slug:slug>/result.php", task_views.result, name="result"),
@@ -29,6 +48,13 @@ urlpatterns = [
     path("<slug:slug>/edit_user_info.php", account_views.edit_user_info, name="edit_user_info"),
     path("<slug:slug>/edit_email.php", account_views.edit_email, name="edit_email"),
     path("<slug:slug>/edit_passwd.php", account_views.edit_passwd, name="edit_passwd"),
+    path("<slug:slug>/weak_auth.php", never_cache(account_views.weak_auth), name="weak_auth"),
+    # BOINC's names of the account pages, which volunteers' bookmarks and the BOINC Manager's
+    # links use: sent on (query string kept) to the pages that do the same here.
+    path("<slug:slug>/home.php", _to("account_home"), name="boinc_home"),
+    path("<slug:slug>/edit_user_info_form.php", _to("volunteers:edit_user_info"), name="edit_user_info_form"),
+    path("<slug:slug>/edit_email_form.php", _to("volunteers:edit_email"), name="edit_email_form"),
+    path("<slug:slug>/edit_passwd_form.php", _to("volunteers:edit_passwd"), name="edit_passwd_form"),
     path("<slug:slug>/get_passwd.php", password_views.PasswordResetView.as_view(), name="password_reset"),
     path(
         "<slug:slug>/get_passwd.php/sent/",

@@ -1,7 +1,8 @@
 """Volunteer pages with BOINC's names: show_user, show_host_detail, team_display, top lists.
 
 Each page is server-rendered and small; ``?format=xml`` gives BOINC's XML record where
-BOINC offers one (show_user.php, show_host_detail.php, team_display.php).
+BOINC offers one (show_user.php, answered by apps.portal.web_rpcs; show_host_detail.php,
+team_display.php).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from django.shortcuts import get_object_or_404, render
 from apps.hosts.models import Host
 from apps.portal import volunteer_selectors as sel
 from apps.portal.charts import credit_chart_html
-from apps.portal.records import host_record, team_record, user_record
+from apps.portal.records import host_record, team_record
 from apps.portal.volunteer_session import page_account
+from apps.portal.web_rpcs import show_user_xml
 from apps.projects.models import Project
 from apps.protocol.stats_xml import render_record
 from apps.volunteers.models import Account, Team
@@ -36,13 +38,13 @@ def _order(request: HttpRequest) -> str:
 
 
 def show_user(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.GET.get("format") == "xml":
+        return show_user_xml(request, slug)
     project = get_object_or_404(Project, slug=slug)
     account = get_object_or_404(
         Account.objects.select_related("team"), project=project, id=_id(request, "userid")
     )
     hosts = list(account.hosts.order_by("-expavg_credit")) if account.show_hosts else []
-    if request.GET.get("format") == "xml":
-        return HttpResponse(render_record(user_record(account, hosts)), content_type=XML)
     history = sel.credit_history(account=account)
     return render(
         request,

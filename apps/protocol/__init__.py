@@ -125,6 +125,7 @@ from apps.protocol.web_rpc import (
     render_am_get_info_reply,
     render_error,
     render_project_config,
+    render_success_reply,
 )
 from apps.protocol.work_request import ResourceRequest, WorkRequest
 from apps.protocol.xmlsafe import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ELEMENTS, xml_fragment_problem
@@ -229,6 +230,7 @@ __all__ = [
     "render_project_config",
     "render_reply",
     "render_request",
+    "render_success_reply",
     "render_upload_header",
     "render_upload_reply",
     "reply_from_dict",

@@ -19,11 +19,13 @@ _IN = " "
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One <user>, <host> or <team>: its tag, its fields in order, and nested records."""
+    """One <user>, <host> or <team>: its tag, its fields in order, nested records, and the
+    fields BOINC writes after the nested ones."""
 
     tag: str
     fields: tuple[tuple[str, Value], ...]
     children: tuple[Record, ...] = ()
+    after: tuple[tuple[str, Value], ...] = ()
 
 
 def _text(value: int | float | str) -> str:
@@ -34,31 +36,31 @@ def _text(value: int | float | str) -> str:
     return str(value)
 
 
+def _fields(block: Block, fields: Iterable[tuple[str, Value]], indent: str) -> None:
+    for tag, value in fields:
+        if value is None or value is False:
+            continue
+        if value is True:
+            block.flag(tag, indent)
+        else:
+            block.leaf(tag, _text(value), indent)
+
+
 def _write(block: Block, record: Record, indent: str) -> None:
     with block.block(record.tag, indent) as inner:
-        for tag, value in record.fields:
-            if value is None or value is False:
-                continue
-            if value is True:
-                inner.flag(tag, indent + _IN)
-            else:
-                inner.leaf(tag, _text(value), indent + _IN)
+        _fields(inner, record.fields, indent + _IN)
         for child in record.children:
             _write(inner, child, indent + _IN)
+        _fields(inner, record.after, indent + _IN)
 
 
 def render_record(record: Record) -> bytes:
     """A single record as a document (show_user.php?format=xml and friends)."""
     doc = new_document(record.tag)
-    for tag, value in record.fields:
-        if value is None or value is False:
-            continue
-        if value is True:
-            doc.flag(tag, _IN)
-        else:
-            doc.leaf(tag, _text(value), _IN)
+    _fields(doc, record.fields, _IN)
     for child in record.children:
         _write(doc, child, _IN)
+    _fields(doc, record.after, _IN)
     return serialize(doc)
 
 

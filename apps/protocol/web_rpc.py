@@ -1,7 +1,8 @@
-"""Replies of the attach-time web RPCs (§1.3-1.5) and of am_get_info.php.
+"""Replies of the attach-time web RPCs (§1.3-1.5) and of the account-manager RPCs.
 
-``<project_config>``, ``<account_out>``, ``<error>`` and ``<am_get_info_reply>``, plus the
-client-side parsers the emulator needs.
+``<project_config>``, ``<account_out>``, ``<error>``, ``<am_get_info_reply>`` and the
+``<success/>`` replies of am_set_host_info.php, plus the client-side parsers the emulator
+needs.
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ class AmInfo:
     id: int
     name: str
     country: str = ""
-    postal_code: str = ""
+    weak_auth: str = ""
+    cpid: str = ""
+    has_profile: bool = False
+    create_time: int = 0
     global_prefs: str = ""
     project_prefs: str = ""
     url: str = ""
@@ -156,12 +160,17 @@ def parse_account_reply(body: bytes, *, max_bytes: int = MAX_WEB_RPC_BYTES) -> A
 
 
 def render_am_get_info_reply(info: AmInfo) -> bytes:
-    """The ``am_get_info.php`` reply: user fields, URL-encoded as the PHP page does."""
+    """The ``am_get_info.php`` reply: user fields in BOINC's order, text URL-encoded as the
+    PHP page does (no postal code: the project does not ask for one)."""
     doc = new_document("am_get_info_reply")
     doc.flag("success", _IN)
     doc.leaf("id", num.format_int(info.id), _IN)
-    for tag, value in (("name", info.name), ("country", info.country), ("postal_code", info.postal_code)):
-        doc.leaf(tag, php_urlencode(value), _IN)
+    doc.leaf("name", php_urlencode(info.name), _IN)
+    doc.leaf("country", php_urlencode(info.country), _IN)
+    doc.leaf("weak_auth", info.weak_auth, _IN)
+    doc.leaf("cpid", info.cpid, _IN)
+    doc.leaf("has_profile", "1" if info.has_profile else "0", _IN)
+    doc.leaf("create_time", num.format_int(info.create_time), _IN)
     _raw_block(doc, "global_prefs", info.global_prefs)
     _raw_block(doc, "project_prefs", info.project_prefs)
     doc.leaf("url", php_urlencode(info.url), _IN)
@@ -171,6 +180,13 @@ def render_am_get_info_reply(info: AmInfo) -> bytes:
     doc.leaf("venue", info.venue, _IN)
     if info.teamfounder:
         doc.flag("teamfounder", _IN)
+    return serialize(doc)
+
+
+def render_success_reply(root: str) -> bytes:
+    """``<root><success/></root>``: what am_set_host_info.php answers when it is done."""
+    doc = new_document(root)
+    doc.flag("success", _IN)
     return serialize(doc)
 
 

@@ -1,8 +1,9 @@
-"""Attach-time web RPCs (protocol §1.3-1.5) and the account services behind them.
+"""Attach-time web RPCs (protocol §1.3-1.5), the account managers' RPCs, and the account
+services behind them.
 
-``get_project_config.php``, ``lookup_account.php``, ``create_account.php`` and
-``am_get_info.php`` under each project's master URL, answering with BOINC's XML and
-error numbers as the stock PHP pages do. Query strings are decoded by Django (the client
+``get_project_config.php``, ``lookup_account.php``, ``create_account.php``,
+``am_get_info.php``, ``am_set_info.php`` and ``am_set_host_info.php`` under each project's
+master URL, answering with BOINC's XML and error numbers as the stock PHP pages do. Query strings are decoded by Django (the client
 escapes '.' as %2E). The same services back the sign-up and log-in pages.
 """
 
@@ -12,14 +13,16 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.views.decorators.csrf import csrf_exempt
 
 from apps.applications.models import AppVersion
+from apps.hosts.models import Host
 from apps.projects.models import Project
 from apps.protocol import (
     AmInfo,
@@ -30,11 +33,14 @@ from apps.protocol import (
     render_am_get_info_reply,
     render_error,
     render_project_config,
+    render_success_reply,
     xml_fragment_problem,
 )
 from apps.scheduler.ratelimits import login_failed, login_succeeded, login_wait, signup_wait, wait_text
+from apps.scheduler.services.prefs import host_venue_set
 from apps.volunteers.models import Account, make_passwd_hash, passwd_hash_dummy_check
-from apps.volunteers.services import team_joinable_named
+from apps.volunteers.services import AccountEditError, team_joinable_named
+from apps.volunteers.services.weak_keys import account_weak_key
 
 logger = logging.getLogger(__name__)
 
@@ -232,18 +238,30 @@ def project_config_get(*, project: Project) -> ProjectConfig:
     )
 
 
-def am_info_get(*, project: Project, authenticator: str) -> AmInfo:
+def account_by_key(*, project: Project, authenticator: str) -> Account:
+    """The account whose key (never its weak key) ``authenticator`` is; -136 if none, -183
+    while the project's web site is stopped."""
     if project.web_stopped:
         raise AccountRpcError(WebRpcError.PROJECT_DOWN)
     account = (
         Account.objects.select_related("team").filter(project=project, authenticator=authenticator).first()
+        if authenticator
+        else None
     )
-    if account is None or not authenticator:
+    if account is None:
         raise AccountRpcError(WebRpcError.NOT_FOUND)
+    return account
+
+
+def am_info_get(*, project: Project, authenticator: str) -> AmInfo:
+    account = account_by_key(project=project, authenticator=authenticator)
     return AmInfo(
         id=account.pk,
         name=account.name,
         country=account.country,
+        weak_auth=account_weak_key(account),
+        cpid=account.public_cpid,  # the one the statistics export shows
+        create_time=int(account.create_time.timestamp()),
         # Stored text that is not XML is left out rather than failing the whole reply.
         global_prefs="" if xml_fragment_problem(account.global_prefs) else account.global_prefs,
         project_prefs="" if xml_fragment_problem(account.project_prefs) else account.project_prefs,
@@ -251,8 +269,32 @@ def am_info_get(*, project: Project, authenticator: str) -> AmInfo:
         send_email=False,
         show_hosts=account.show_hosts,
         teamid=account.team_id or 0,
+        venue=account.venue,
         teamfounder=account.team is not None and account.team.founder_id == account.pk,
     )
+
+
+def am_host_venue_set(*, project: Project, authenticator: str, hostid: str, venue: str) -> None:
+    """am_set_host_info.php: the location of one of the account's computers; -136 if the
+    host is not the account's."""
+    account = account_by_key(project=project, authenticator=authenticator)
+    host = Host.objects.filter(project=project, account=account, pk=int_param("hostid", hostid)).first()
+    if host is None:
+        raise AccountRpcError(WebRpcError.NOT_FOUND)
+    try:
+        host_venue_set(host=host, venue=venue.strip())
+    except AccountEditError:
+        raise AccountRpcError(ERR_GENERIC, "bad venue: home, school, work or empty") from None
+
+
+def int_param(name: str, value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}") from None
+    if not 0 < number < 2**63:
+        raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
+    return number
 
 
 # --- views -----------------------------------------------------------------------------
@@ -269,7 +311,7 @@ def _error(exc: AccountRpcError) -> HttpResponse:
     return response
 
 
-def _param(request: HttpRequest, name: str) -> str | None:
+def query_param(request: HttpRequest, name: str) -> str | None:
     """A query parameter as given; every parameter these pages read comes through here."""
     value = request.GET.get(name)
     if value is not None and "\x00" in value:
@@ -278,8 +320,8 @@ def _param(request: HttpRequest, name: str) -> str | None:
     return value
 
 
-def _required(request: HttpRequest, name: str) -> str:
-    value = _param(request, name)
+def required_param(request: HttpRequest, name: str) -> str:
+    value = query_param(request, name)
     if value is None or not value.strip():
         raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
     return value
@@ -287,7 +329,7 @@ def _required(request: HttpRequest, name: str) -> str:
 
 def _present(request: HttpRequest, name: str) -> str:
     """A parameter that must be there but may be empty (checked by the service)."""
-    value = _param(request, name)
+    value = query_param(request, name)
     if value is None:
         raise AccountRpcError(ERR_GENERIC, f"missing or bad parameter: {name}")
     return value
@@ -297,7 +339,7 @@ def _project(slug: str) -> Project | None:
     return Project.objects.filter(slug=slug).first()
 
 
-def _web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[HttpRequest, str], HttpResponse]:
+def web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[HttpRequest, str], HttpResponse]:
     """GET only; unknown project → 404; AccountRpcError → BOINC's <error> reply."""
 
     def view(request: HttpRequest, slug: str) -> HttpResponse:
@@ -316,23 +358,23 @@ def _web_rpc(handler: Callable[[HttpRequest, Project], bytes]) -> Callable[[Http
     return view
 
 
-@_web_rpc
+@web_rpc
 def get_project_config(request: HttpRequest, project: Project) -> bytes:
     return render_project_config(project_config_get(project=project))
 
 
-@_web_rpc
+@web_rpc
 def lookup_account(request: HttpRequest, project: Project) -> bytes:
-    email = _required(request, "email_addr")
-    digest = _param(request, "passwd_hash") or None
+    email = required_param(request, "email_addr")
+    digest = query_param(request, "passwd_hash") or None
     with login_attempt(request, email, proves_password=digest is not None):
         account = account_lookup(project=project, email_addr=email, passwd_hash=digest)
     return render_account_out(None if account is None else account.authenticator)
 
 
-@_web_rpc
+@web_rpc
 def create_account(request: HttpRequest, project: Project) -> bytes:
-    email = _required(request, "email_addr")
+    email = required_param(request, "email_addr")
     wait = signup_wait(request)
     if wait is not None:
         raise too_many_attempts(wait)
@@ -341,9 +383,9 @@ def create_account(request: HttpRequest, project: Project) -> bytes:
         account, _ = account_create(
             project=project,
             email_addr=email,
-            passwd_hash=_required(request, "passwd_hash"),
+            passwd_hash=required_param(request, "passwd_hash"),
             user_name=_present(request, "user_name"),
-            team_name=_param(request, "team_name") or "",
+            team_name=query_param(request, "team_name") or "",
         )
     return render_account_out(account.authenticator)
 
@@ -368,8 +410,33 @@ def login_attempt(request: HttpRequest, email: str, *, proves_password: bool = T
         login_failed(request, email)  # it tells whether the address has an account
 
 
-@_web_rpc
+def key_attempt(request: HttpRequest, authenticator: str) -> AbstractContextManager[None]:
+    """An RPC authenticated by an account key: an unknown key counts as a failed log-in
+    (the limits per client address refuse a guesser), under a hash of the key tried."""
+    return login_attempt(request, "key:" + hashlib.sha256(authenticator.encode()).hexdigest()[:32])
+
+
+@web_rpc
 def am_get_info(request: HttpRequest, project: Project) -> bytes:
-    return render_am_get_info_reply(
-        am_info_get(project=project, authenticator=_required(request, "account_key"))
-    )
+    authenticator = required_param(request, "account_key")
+    with key_attempt(request, authenticator):
+        return render_am_get_info_reply(am_info_get(project=project, authenticator=authenticator))
+
+
+@web_rpc
+def am_set_host_info(request: HttpRequest, project: Project) -> bytes:
+    authenticator = required_param(request, "account_key")
+    hostid, venue = required_param(request, "hostid"), _present(request, "venue")
+    with key_attempt(request, authenticator):
+        am_host_venue_set(project=project, authenticator=authenticator, hostid=hostid, venue=venue)
+    return render_success_reply("am_set_host_info_reply")
+
+
+@csrf_exempt  # an answer for any client, which never holds a CSRF token
+def am_set_info(request: HttpRequest, slug: str) -> HttpResponse:
+    """Answered, to GET and POST, as BOINC's current server answers it: not supported.
+    Account managers no longer push names, preferences or teams into a project's accounts;
+    the volunteer edits them on the project's pages."""
+    if _project(slug) is None:
+        return HttpResponse(render_error(WebRpcError.NOT_FOUND, "No such project"), XML, status=404)
+    return _error(AccountRpcError(ERR_GENERIC, "not supported"))

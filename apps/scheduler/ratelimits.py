@@ -17,6 +17,10 @@ without locking the owner out of the places they log in from. Volunteers and sta
 counted apart (the ``LoginScope``), with their own rates. Each limit reached is logged and
 recorded as a LoginLockout row, listed in the admin.
 
+Attempts to make an account are counted per client address, except from the networks of
+``COBBLESTONE_ACCOUNT_MANAGER_NETWORKS`` (account managers' servers make accounts for all
+their volunteers); their log-ins are counted as everyone's.
+
 Reset emails are counted per client address and per email address, whether or not an
 account has the address.
 
@@ -28,6 +32,7 @@ through: a log-in must not fail because Redis is down.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -207,8 +212,23 @@ def _lockout_record(
     )
 
 
+def account_manager_address(request: HttpRequest) -> bool:
+    """Whether the client is an account manager's server (COBBLESTONE_ACCOUNT_MANAGER_NETWORKS)."""
+    try:
+        address = ipaddress.ip_address(client_address(request))
+    except ValueError:
+        return False
+    return any(
+        address in ipaddress.ip_network(network, strict=False)
+        for network in settings.COBBLESTONE_ACCOUNT_MANAGER_NETWORKS
+    )
+
+
 def signup_wait(request: HttpRequest) -> int | None:
-    """Count an attempt to make an account; seconds to wait if there were too many, or None."""
+    """Count an attempt to make an account; seconds to wait if there were too many, or None.
+    An account manager's server makes accounts for all its volunteers: it is not limited."""
+    if account_manager_address(request):
+        return None
     usage = _usage(
         request, group="signup-ip", rate=settings.COBBLESTONE_RATELIMIT_SIGNUP_IP, key="ip", count=True
     )

@@ -14,6 +14,8 @@ urlpatterns = [
     path("<slug:slug>/lookup_account.php", never_cache(attach.lookup_account), name="lookup_account"),
     path("<slug:slug>/create_account.php", never_cache(attach.create_account), name="create_account"),
     path("<slug:slug>/am_get_info.php", never_cache(attach.am_get_info), name="am_get_info"),
+    path("<slug:slug>/am_set_host_info.php", never_cache(attach.am_set_host_info), name="am_set_host_info"),
+    path("<slug:slug>/am_set_info.php", never_cache(attach.am_set_info), name="am_set_info"),
     # File transfer: Project.download_url/<name> and Project.upload_url.
     path("<slug:slug>/download/<path:name>", transfer.download, name="download"),
     path("<slug:slug>/file_upload_handler", transfer.file_upload_handler, name="file_upload_handler"),

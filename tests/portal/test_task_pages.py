@@ -9,6 +9,7 @@ from lxml import html
 
 from apps.core.domain.resources import COBBLESTONE_SCALE
 from apps.work.domain.states import ClientState, Outcome, ServerState, ValidateState
+from apps.work.models import Result
 from tests.factories import (
     AccountFactory,
     AppFactory,
@@ -139,3 +140,22 @@ def test_a_workunit_page_lists_its_tasks(client, owner):
 def test_tasks_of_another_projects_workunit_are_404(client, owner):
     wu = WorkunitFactory()
     assert client.get(f"/tp/workunit.php?wuid={wu.id}").status_code == 404
+
+
+def test_show_names_lists_tasks_and_workunits_by_name(client, owner):
+    doc = page(client, f"/tp/results.php?hostid={owner.hosts.get().id}&state=2&show_names=1")
+    [task] = doc.xpath('//td[@data-label="Task"]/a')
+    [workunit] = doc.xpath('//td[@data-label="Work unit"]/a')
+    result = Result.objects.get(account=owner, validate_state=ValidateState.INIT, outcome=Outcome.SUCCESS)
+    assert (task.text_content(), workunit.text_content()) == (result.name, result.workunit.name)
+
+
+def test_show_names_is_kept_by_the_filter_links(client, owner):
+    doc = page(client, f"/tp/results.php?hostid={owner.hosts.get().id}&show_names=1")
+    assert all("show_names=1" in href for href in doc.xpath('//p[@id="task-filters"]/a/@href'))
+
+
+def test_pending_php_sends_the_owner_to_their_tasks_awaiting_validation(client, owner):
+    log_in(client, owner)
+    response = client.get("/tp/pending.php")
+    assert response["Location"] == f"/tp/results.php?userid={owner.id}&state=2"

@@ -9,7 +9,14 @@ from django.contrib.auth.models import Permission
 from apps.protocol.global_prefs import ComputingPrefs, GlobalPrefsDoc, render_global_prefs
 from apps.work.domain.states import Outcome, ServerState, ValidateState
 from tests.api_probe.openapi import response_errors
-from tests.factories import AccountFactory, HostFactory, ProjectFactory, ResultFactory, TeamFactory
+from tests.factories import (
+    AccountFactory,
+    AppVersionFactory,
+    HostFactory,
+    ProjectFactory,
+    ResultFactory,
+    TeamFactory,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +117,20 @@ def test_a_teams_members_and_founder(client, schema, host):
     members = client.get(f"/api/v1/projects/va/teams/{team.id}/members/")
     assert [m["id"] for m in members.json()["results"]] == [host.account_id]
     assert response_errors(schema, f"{API}/teams/{{id}}/members/", "get", members) == []
+
+
+def test_teams_by_a_part_of_their_name_as_team_lookup_php(client, schema, host):
+    TeamFactory(project=host.project, name="Orbit Crunchers")
+    TeamFactory(project=host.project, name="Other")
+    response = client.get("/api/v1/projects/va/teams/?name=CRUNCH")
+    assert [t["name"] for t in response.json()["results"]] == ["Orbit Crunchers"]
+    assert response_errors(schema, f"{API}/teams/", "get", response) == []
+
+
+def test_apps_with_their_newest_versions_as_apps_php(client, schema, host):
+    version = AppVersionFactory(app__project=host.project, app__name="sieve", version_num=101)
+    AppVersionFactory(app=version.app, version_num=100)
+    response = client.get("/api/v1/projects/va/apps/")
+    apps = {a["name"]: a for a in response.json()}
+    assert [v["version_num"] for v in apps["sieve"]["versions"]] == [101]
+    assert response_errors(schema, f"{API}/apps/", "get", response) == []

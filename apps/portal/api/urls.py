@@ -3,7 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from apps.portal.api.prefs import GlobalPrefsView
 from apps.portal.api.tasks import TaskViewSet
-from apps.portal.api.views import HostViewSet, TeamViewSet, UserViewSet
+from apps.portal.api.views import AppsView, HostViewSet, TeamViewSet, UserViewSet
 
 router = SimpleRouter()
 router.register(r"projects/(?P<slug>[-\w]+)/users", UserViewSet, basename="user")
@@ -16,5 +16,6 @@ urlpatterns = [
         GlobalPrefsView.as_view(),
         name="user-global-prefs",
     ),
+    path("projects/<slug:slug>/apps/", AppsView.as_view(), name="apps"),
     *router.urls,
 ]

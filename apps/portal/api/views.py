@@ -11,7 +11,9 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from apps.applications.models import AppVersion
 from apps.core.api.schema import NOT_FOUND
 from apps.hosts.models import Host
 from apps.portal import volunteer_selectors as sel
@@ -72,11 +74,26 @@ class HostViewSet(_PublicReadOnly):
     model = Host
 
 
-@_public_schema(TeamSerializer)
+_NAME = OpenApiParameter(
+    "name", OpenApiTypes.STR, description="Teams whose name contains this (any case), as team_lookup.php"
+)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[_SORT_BY, _NAME], responses={200: TeamSerializer(many=True), 404: NOT_FOUND}
+    ),
+    retrieve=extend_schema(parameters=[_ID], responses={200: TeamSerializer, 404: NOT_FOUND}),
+)
 class TeamViewSet(_PublicReadOnly):
     serializer_class = TeamSerializer
     selector = staticmethod(sel.top_teams)
     model = Team
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        teams = super().get_queryset()
+        name = (self.request.query_params.get("name") or "").replace("\x00", "").strip()
+        return teams.filter(name__icontains=name) if name else teams
 
     @extend_schema(parameters=[_ID], responses={200: UserSerializer(many=True), 404: NOT_FOUND})
     @action(detail=True)
@@ -85,3 +102,46 @@ class TeamViewSet(_PublicReadOnly):
         team = self.get_object()
         page = self.paginate_queryset(team.members.select_related("team").order_by("-expavg_credit", "id"))
         return self.get_paginated_response(UserSerializer(page, many=True).data)
+
+
+class AppVersionBriefSerializer(serializers.Serializer):
+    platform = serializers.CharField(source="platform.name")
+    platform_name = serializers.SerializerMethodField(help_text="The platform's user-friendly name")
+    version_num = serializers.IntegerField()
+    plan_class = serializers.CharField()
+    create_time = serializers.DateTimeField()
+    beta = serializers.BooleanField()
+
+    def get_platform_name(self, version: AppVersion) -> str:
+        return version.platform.user_friendly_name or version.platform.name
+
+
+class AppBriefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    user_friendly_name = serializers.CharField()
+    beta = serializers.BooleanField()
+    versions = AppVersionBriefSerializer(many=True)
+
+
+class AppsView(APIView):
+    """apps.php?xml=1 as JSON: the project's applications, each with its newest version per
+    platform and plan class."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(responses={200: AppBriefSerializer(many=True), 404: NOT_FOUND})
+    def get(self, request: Request, slug: str) -> Response:
+        project = get_object_or_404(Project, slug=slug)
+        rows = [
+            {
+                "id": app.id,
+                "name": app.name,
+                "user_friendly_name": app.user_friendly_name or app.name,
+                "beta": app.beta,
+                "versions": versions,
+            }
+            for app, versions in sel.apps_current_versions(project)
+        ]
+        return Response(AppBriefSerializer(rows, many=True).data)

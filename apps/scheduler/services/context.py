@@ -34,6 +34,8 @@ class RpcContext:
     now: datetime
     remote_addr: str = ""
     account: Account | None = None
+    # Authenticated by the account's weak key: the RPC must change nothing of the account.
+    weak_auth: bool = False
     host: Host | None = None
     new_host: bool = False
     # The request had no hostid and its host was found by host_cpid (a detach and attach).

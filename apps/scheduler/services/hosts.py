@@ -11,7 +11,9 @@ from apps.protocol import ProtocolError, SchedulerRequest, global_prefs_parse, p
 from apps.protocol.global_prefs import parse_global_prefs
 from apps.scheduler.domain.policy import HostInstances, effective_instances
 from apps.scheduler.services.context import RpcContext
+from apps.volunteers.domain.weak_keys import weak_key_userid
 from apps.volunteers.models import Account, Team
+from apps.volunteers.services.weak_keys import account_weak_key_matches
 
 HOST_FIELDS = [
     "rpc_seqno",
@@ -54,12 +56,20 @@ _COPROC = ModelColumns(HostCoproc, "c")
 def account_authenticate(ctx: RpcContext) -> Account | None:
     """The account with the request's authenticator (with its team), or None.
 
-    A request naming its hostid also gets that host and its coprocessor rows in the same
-    statement (one row per coprocessor); ``host_identify`` then checks they belong.
+    The authenticator is the account key or the account's weak key (``<id>_<md5>``), which
+    attaches a computer and fetches work but changes nothing of the account
+    (``ctx.weak_auth``). A request naming its hostid also gets that host and its coprocessor
+    rows in the same statement (one row per coprocessor); ``host_identify`` then checks
+    they belong.
     """
     authenticator = ctx.req.authenticator.strip()
     if not authenticator:
         return None
+    weak_userid = weak_key_userid(authenticator)
+    # A weak key names its account by id; the key itself is checked below.
+    where, key = (
+        ("a.id = %s", weak_userid) if weak_userid is not None else ("a.authenticator = %s", authenticator)
+    )
     hostid = ctx.req.hostid
     if hostid:
         rows = fetch_rows(
@@ -67,19 +77,23 @@ def account_authenticate(ctx: RpcContext) -> Account | None:
             " FROM volunteers_account a LEFT JOIN volunteers_team t ON t.id = a.team_id"
             " LEFT JOIN hosts_host h ON h.id = %s AND h.account_id = a.id AND h.project_id = a.project_id"
             " LEFT JOIN hosts_hostcoproc c ON c.host_id = h.id"
-            " WHERE a.project_id = %s AND a.authenticator = %s",
-            [ctx.project.host_id_from_client(hostid), ctx.project.id, authenticator],
+            f" WHERE a.project_id = %s AND {where}",
+            [ctx.project.host_id_from_client(hostid), ctx.project.id, key],
         )
     else:
         rows = fetch_rows(
             f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()} FROM volunteers_account a"
             " LEFT JOIN volunteers_team t ON t.id = a.team_id"
-            " WHERE a.project_id = %s AND a.authenticator = %s",
-            [ctx.project.id, authenticator],
+            f" WHERE a.project_id = %s AND {where}",
+            [ctx.project.id, key],
         )
     if not rows:
         return None
     account = _ACCOUNT.build(rows[0])
+    if weak_userid is not None:
+        if not account_weak_key_matches(account, authenticator):
+            return None
+        ctx.weak_auth = True
     account.team = _TEAM.build(rows[0], _ACCOUNT.width) if account.team_id else None
     if hostid:
         at = _ACCOUNT.width + _TEAM.width

@@ -46,7 +46,8 @@ def global_prefs_exchange(ctx: RpcContext) -> str | None:
     if sent is not None and sent.raw and sent_time > stored_time:
         # As BOINC: only prefs that came from this volunteer's account (the same e-mail
         # hash) are stored; the client's, from anywhere else, just win on that host.
-        if ctx.req.global_prefs_source_email_hash == account.email_hash:
+        # Never with a weak key, which may change nothing of the account.
+        if ctx.req.global_prefs_source_email_hash == account.email_hash and not ctx.weak_auth:
             Account.objects.filter(pk=account.pk).update(global_prefs=sent.raw)
             account.global_prefs = sent.raw
         return None
