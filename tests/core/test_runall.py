@@ -1,5 +1,6 @@
 """``manage.py runall`` (what ``make run`` serves): a child that dies is restarted, and
-Ctrl-C or SIGTERM leaves no process behind, not even a gunicorn worker holding the port."""
+Ctrl-C or SIGTERM leaves no process behind, not even a gunicorn worker holding the port,
+nor does SIGTERM then SIGKILL 3 s later (a supervisor's stop) at any moment of start-up."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STOP_TIMEOUT = 6
 
 
-def runall_env(var: Path) -> dict[str, str]:
-    return server_env(var, DEBUG="true", LOG_LEVEL="WARNING")
+def runall_env(var: Path, **extra: str) -> dict[str, str]:
+    return server_env(var, DEBUG="true", LOG_LEVEL="WARNING", **extra)
 
 
 @pytest.fixture(scope="module")
@@ -185,3 +187,122 @@ def test_stopping_leaves_no_process_behind_even_a_hung_web_worker(runall, how):
 
     wait_until(lambda: not any(alive(p) for p in everything), seconds=10)
     assert port_free(port)
+
+
+def marked(marker: str) -> list[int]:
+    """The live processes whose environment holds ``marker``: whatever a run started."""
+    needle = f"RUNALL_TEST_MARKER={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and needle in (entry / "environ").read_bytes() and alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def supervised_stop(
+    migrated: Path, tmp_path: Path
+) -> Iterator[Callable[[list[str], float | None], list[str]]]:
+    """Run a command (given the address to serve on) in a session of its own, SIGTERM it after ``delay`` seconds (None: once
+    the portal answers), SIGKILL it 3 s later, as a supervisor or ``docker stop`` does;
+    return the command lines of the processes of that run still alive 3 s after that."""
+    markers: list[str] = []
+
+    def stop(command_for: Callable[[str], list[str]], delay: float | None) -> list[str]:
+        marker = uuid.uuid4().hex
+        markers.append(marker)
+        port = free_port()
+        command = command_for(f"127.0.0.1:{port}")
+        env = runall_env(migrated, RUNALL_TEST_MARKER=marker)
+        log = (tmp_path / f"{marker}.log").open("wb")
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT
+        )
+        if delay is None:
+            wait_until(lambda: answers(port))
+        else:
+            time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(3)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 3
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return [command_line(pid) for pid in marked(marker)]
+
+    yield stop
+    for marker in markers:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def runall_command(bind: str) -> list[str]:
+    return [sys.executable, "manage.py", "runall", "--bind", bind, "--concurrency", "1", "--web-workers", "2"]
+
+
+# From runall's own start-up to gunicorn loading Django and the worker starting its pool.
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0, 4.5, None])
+def test_sigterm_then_sigkill_during_start_up_leaves_no_process(supervised_stop, delay):
+    assert supervised_stop(runall_command, delay) == []
+
+
+@pytest.mark.parametrize("delay", [2.0, None])
+def test_make_killed_after_passing_on_sigterm_leaves_no_process(supervised_stop, tmp_path, delay):
+    """make passes SIGTERM on to runall (its default stop timeout, 20 s) and waits for it;
+    once make itself is SIGKILLed, runall ends its children at once."""
+    makefile = tmp_path / "Makefile"
+
+    def make_run(bind: str) -> list[str]:
+        makefile.write_text(f"SHELL := /bin/bash\nrun:\n\t@{' '.join(runall_command(bind))}\n")
+        return ["make", "-f", str(makefile), "run"]
+
+    assert supervised_stop(make_run, delay) == []
+
+
+def test_runall_killed_outright_takes_its_children_even_a_hung_web_worker(runall):
+    proc, port = runall()
+    wait_until(lambda: child_named(proc, "boincproj worker") is not None)
+    everything = descendants(proc.pid)
+    master = child_named(proc, "gunicorn")
+    assert master is not None
+    os.kill(children(master)[0], signal.SIGSTOP)  # it cannot notice its master is gone
+
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    wait_until(lambda: not any(alive(p) for p in everything), seconds=3)
+    assert port_free(port)
+
+
+# Ignores SIGTERM, then says so by creating the file named by its argument.
+STUBBORN = "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+STUBBORN += "pathlib.Path(sys.argv[1]).touch(); time.sleep(120)"
+RUNALL_ONE_CHILD = f"""
+import sys, time, django
+django.setup()
+from apps.core.management.commands.runall import Child, Command
+Command().start(Child("stubborn", [sys.executable, "-c", {STUBBORN!r}, sys.argv[1]]))
+time.sleep(120)
+"""
+
+
+def test_a_child_deaf_to_sigterm_dies_with_runall(migrated, tmp_path):
+    """As a Celery worker already in its warm shutdown is."""
+    marker = uuid.uuid4().hex
+    env = runall_env(migrated, RUNALL_TEST_MARKER=marker)
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", RUNALL_ONE_CHILD, str(ready)], cwd=ROOT, env=env)
+    try:
+        wait_until(ready.exists, seconds=30)
+        proc.kill()
+        proc.wait()
+
+        wait_until(lambda: not marked(marker), seconds=3)
+    finally:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
