@@ -306,3 +306,24 @@ def test_a_child_deaf_to_sigterm_dies_with_runall(migrated, tmp_path):
     finally:
         for pid in marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+# From Django's set-up to the pool's processes starting and the worker being ready.
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0, 5.0])
+def test_a_celery_worker_told_to_stop_during_its_start_up_exits(migrated, tmp_path, delay):
+    """SIGTERM alone, as systemd sends it to the worker unit's main process."""
+    marker = uuid.uuid4().hex
+    celery = Path(sys.executable).parent / "celery"
+    command = [str(celery), "-A", "boincproj", "worker", "--concurrency", "1", "--loglevel", "WARNING"]
+    with (tmp_path / "worker.log").open("wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=runall_env(migrated, RUNALL_TEST_MARKER=marker), stdout=log, stderr=log
+        )
+    try:
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        wait_until(lambda: not marked(marker), seconds=5)
+    finally:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
