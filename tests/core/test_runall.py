@@ -5,6 +5,7 @@ nor does SIGTERM then SIGKILL 3 s later (a supervisor's stop) at any moment of s
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,7 +35,13 @@ def runall_env(var: Path, **extra: str) -> dict[str, str]:
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A var/ directory with a migrated SQLite database and the beat schedule (as `make run`)."""
     var = tmp_path_factory.mktemp("var")
-    for command in (["migrate", "--noinput", "-v", "0"], ["setup_periodic_tasks"]):
+    prepare(var, ["migrate", "--noinput", "-v", "0"], ["setup_periodic_tasks"])
+    return var
+
+
+def prepare(var: Path, *commands: list[str]) -> None:
+    """Run these manage.py commands on ``var``, as `make run` does before runall."""
+    for command in commands:
         subprocess.run(
             [sys.executable, "manage.py", *command],
             cwd=ROOT,
@@ -42,7 +49,6 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
             check=True,
             capture_output=True,
         )
-    return var
 
 
 def children(pid: int) -> list[int]:
@@ -202,27 +208,44 @@ def marked(marker: str) -> list[int]:
     return found
 
 
+def is_web_worker(pid: int) -> bool:
+    """A gunicorn worker: a gunicorn process whose parent is one too (its master)."""
+    try:
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return False
+    return "gunicorn" in command_line(pid) and "gunicorn" in command_line(parent)
+
+
 @pytest.fixture
-def supervised_stop(
-    migrated: Path, tmp_path: Path
-) -> Iterator[Callable[[list[str], float | None], list[str]]]:
-    """Run a command (given the address to serve on) in a session of its own, SIGTERM it after ``delay`` seconds (None: once
-    the portal answers), SIGKILL it 3 s later, as a supervisor or ``docker stop`` does;
-    return the command lines of the processes of that run still alive 3 s after that."""
+def supervised_stop(migrated: Path, tmp_path: Path) -> Iterator[Callable[..., list[str]]]:
+    """Run a command (made for the address to serve on) in a session of its own on ``var``,
+    SIGTERM it after ``delay`` seconds (None: once the portal answers, with one gunicorn
+    worker stopped by SIGSTOP to stand for a hung one), SIGKILL it 3 s later,
+    as a supervisor or ``docker stop`` does; return the command lines of the processes of
+    that run still alive 3 s after that."""
     markers: list[str] = []
 
-    def stop(command_for: Callable[[str], list[str]], delay: float | None) -> list[str]:
+    def stop(
+        command_for: Callable[[str], list[str]], delay: float | None, var: Path = migrated, **env: str
+    ) -> list[str]:
         marker = uuid.uuid4().hex
         markers.append(marker)
         port = free_port()
         command = command_for(f"127.0.0.1:{port}")
-        env = runall_env(migrated, RUNALL_TEST_MARKER=marker)
         log = (tmp_path / f"{marker}.log").open("wb")
         proc = subprocess.Popen(
-            command, cwd=ROOT, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT
+            command,
+            cwd=ROOT,
+            env=runall_env(var, RUNALL_TEST_MARKER=marker, **env),
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         if delay is None:
             wait_until(lambda: answers(port))
+            # A request that never ends: without the SIGKILL, gunicorn would wait for it.
+            os.kill(next(pid for pid in marked(marker) if is_web_worker(pid)), signal.SIGSTOP)
         else:
             time.sleep(delay)
         proc.send_signal(signal.SIGTERM)
@@ -251,17 +274,25 @@ def test_sigterm_then_sigkill_during_start_up_leaves_no_process(supervised_stop,
     assert supervised_stop(runall_command, delay) == []
 
 
-@pytest.mark.parametrize("delay", [2.0, None])
-def test_make_killed_after_passing_on_sigterm_leaves_no_process(supervised_stop, tmp_path, delay):
-    """make passes SIGTERM on to runall (its default stop timeout, 20 s) and waits for it;
-    once make itself is SIGKILLed, runall ends its children at once."""
-    makefile = tmp_path / "Makefile"
+@pytest.fixture(scope="module")
+def made(migrated: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A var/ as a first `make run` leaves it: the demo project and the admin account too."""
+    var = tmp_path_factory.mktemp("made")
+    shutil.copytree(migrated, var, dirs_exist_ok=True)
+    prepare(var, ["seed_demo", "--if-empty"], ["ensure_admin"])
+    return var
+
+
+# During migrate, the demo's and the admin's set-up, runall's start-up; once it serves.
+@pytest.mark.parametrize("delay", [1.0, 6.0, 13.0, None])
+def test_make_run_stopped_at_any_moment_of_its_start_up_leaves_no_process(supervised_stop, made, delay):
+    """make passes SIGTERM on to the command it runs and waits for it; once make itself is
+    SIGKILLed, runall ends its children at once instead of after its stop timeout (20 s)."""
 
     def make_run(bind: str) -> list[str]:
-        makefile.write_text(f"SHELL := /bin/bash\nrun:\n\t@{' '.join(runall_command(bind))}\n")
-        return ["make", "-f", str(makefile), "run"]
+        return ["make", "--no-print-directory", "run", f"RUNALL_ARGS=--bind {bind} --concurrency 1"]
 
-    assert supervised_stop(make_run, delay) == []
+    assert supervised_stop(make_run, delay, var=made, SECRET_KEY="make-run-test-" + "k" * 50) == []
 
 
 def test_runall_killed_outright_takes_its_children_even_a_hung_web_worker(runall):
