@@ -138,6 +138,30 @@ def test_check_deploy_names_collectstatic_when_it_has_not_run(tmp_path):
     assert "Run `manage.py collectstatic --noinput`" in done.stderr
 
 
+def unit_setting(unit: str, key: str) -> str:
+    lines = (DEPLOY / "systemd" / unit).read_text().splitlines()
+    (value,) = (line.partition("=")[2] for line in lines if line.startswith(f"{key}="))
+    return value
+
+
+@pytest.mark.parametrize(
+    "unit", ["cobblestone-web.service", "cobblestone-worker@.service", "cobblestone-beat.service"]
+)
+def test_stopping_a_unit_signals_its_main_process_and_kills_what_is_left_at_the_timeout(unit):
+    assert unit_setting(unit, "KillMode") == "mixed"
+
+
+def test_the_web_unit_waits_longer_than_gunicorn_waits_for_its_requests():
+    graceful = re.search(r"^graceful_timeout = (\d+)$", (DEPLOY / "gunicorn.conf.py").read_text(), re.M)
+    assert graceful is not None
+    assert int(unit_setting("cobblestone-web.service", "TimeoutStopSec")) > int(graceful.group(1))
+
+
+def test_the_worker_unit_waits_longer_than_a_pass_may_run():
+    limit = int(env_file_read(ENV_EXAMPLE)["CELERY_TASK_TIME_LIMIT"])
+    assert int(unit_setting("cobblestone-worker@.service", "TimeoutStopSec")) > limit
+
+
 def test_the_backup_unit_runs_the_backup_command():
     backup = unit_commands("cobblestone-backup.service", env_file_read(ENV_EXAMPLE))
     assert backup.start == (f"{Path(sys.executable).parent}/python", "manage.py", "backup")
