@@ -126,7 +126,7 @@ class WireJob:
     wu_name: str = ""  # the job's input: replicas of one workunit write the same outputs
     stored: set[str] = field(default_factory=set)  # output files the server has stored
     upload_refused: bool = False  # an upload was refused for good: the task failed
-    upload_failures: int = 0  # transient upload failures in a row
+    upload_failures: int = 0  # transient upload failures so far
     upload_first_failure: float = 0.0  # simulated time of the first of them
     upload_retry_at: float = 0.0  # simulated time before which the uploads are not tried again
 
@@ -455,7 +455,8 @@ class WireHost:
         file stored, or one refused for good.
 
         As the client does: a transient failure (no connection, an HTTP error, "try later")
-        is counted once and tried again after an exponential, randomised backoff; after
+        is counted once and tried again after an exponential, randomised backoff (the
+        client keeps one per file; a job's files go together here); after
         ``TRANSFER_GIVEUP`` of failures the upload fails for good. A permanent refusal
         fails it at once. A failed upload makes the job a failed one, reported as such.
         """
