@@ -36,6 +36,7 @@ run: export SECRET_KEY_FILE := $(if $(SECRET_KEY)$(SECRET_KEY_FILE),$(SECRET_KEY
 var/secret_key:
 	@mkdir -p var && umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
 
+# runall's options, e.g. make run RUNALL_ARGS="--bind 0.0.0.0:8000" (manage.py runall --help).
 run: venv $(if $(SECRET_KEY),,var/secret_key)
 	@echo "[run] migrating the database"
 	@$(PY) manage.py migrate --noinput -v 0
@@ -43,7 +44,7 @@ run: venv $(if $(SECRET_KEY),,var/secret_key)
 	@echo "[run] the demo project and the admin login"
 	@$(PY) manage.py seed_demo --if-empty
 	@$(PY) manage.py ensure_admin
-	@$(PY) manage.py runall
+	@$(PY) manage.py runall $(RUNALL_ARGS)
 
 test: venv
 	@bash .ci/test.sh

@@ -229,7 +229,8 @@ STATIC_MANIFEST = env_bool("STATIC_MANIFEST", not DEBUG)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        # WhiteNoise's, serving a page even before collectstatic has run (apps/ops/static.py).
+        "BACKEND": "apps.ops.static.CollectedStaticStorage"
         if STATIC_MANIFEST
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },

@@ -52,6 +52,14 @@ def on_starting(server: Any) -> None:
     metrics.mkdir(parents=True, exist_ok=True)
 
 
+def post_fork(server: Any, worker: Any) -> None:
+    # A worker must not outlive its master, whatever killed the master: it would keep the
+    # port and serve old code until someone finds it.
+    from apps.core.processes import die_with_parent
+
+    die_with_parent(server.pid)
+
+
 def child_exit(server: Any, worker: Any) -> None:
     from prometheus_client import multiprocess
 

@@ -2,7 +2,8 @@
 
 Checks: the database answers; the Celery broker accepts a connection; a Celery worker
 answers a ping (and consumes the default queue); every data area has free space; no
-migration of the running code is missing from the database. A monitoring client
+migration of the running code is missing from the database; collectstatic has stored every
+static file (production). A monitoring client
 (apps.ops.access) gets the report (HTML, JSON with ``Accept: application/json`` or
 ``?format=json``, text, OpenMetrics); anyone else gets only ``{"status": ...}``. Unhealthy
 is HTTP 503 either way.
@@ -31,6 +32,7 @@ from health_check.exceptions import ServiceUnavailable
 from health_check.views import HealthCheckView
 
 from apps.ops.access import monitoring_allowed
+from apps.ops.static import COLLECTSTATIC, uncollected
 from boincproj.celery import app as celery_app
 
 MB = 1024 * 1024
@@ -106,6 +108,16 @@ def code_migrations() -> frozenset[tuple[str, str]]:
 
 
 @dataclasses.dataclass
+class StaticFiles(HealthCheck):
+    """collectstatic stored every static file the pages name (with the manifest storage)."""
+
+    def run(self) -> None:
+        problem = uncollected()
+        if problem:
+            raise ServiceUnavailable(f"{problem}: run {COLLECTSTATIC}")
+
+
+@dataclasses.dataclass
 class CeleryWorkers(Ping):
     """A worker answers a ping (the first answer is enough) and consumes the default queue."""
 
@@ -120,6 +132,7 @@ class HealthView(HealthCheckView):
         CeleryWorkers,
         DataAreaDisk,
         Migrations,
+        StaticFiles,
     )
     _summary: tuple[float, bool] | None = None
 

@@ -1,15 +1,18 @@
 """``manage.py runall`` (what ``make run`` serves): a child that dies is restarted, and
-Ctrl-C or SIGTERM leaves no process behind, not even a gunicorn worker holding the port."""
+Ctrl-C or SIGTERM leaves no process behind, not even a gunicorn worker holding the port,
+nor does SIGTERM then SIGKILL 3 s later (a supervisor's stop) at any moment of start-up."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,15 +27,21 @@ ROOT = Path(__file__).resolve().parents[2]
 STOP_TIMEOUT = 6
 
 
-def runall_env(var: Path) -> dict[str, str]:
-    return server_env(var, DEBUG="true", LOG_LEVEL="WARNING")
+def runall_env(var: Path, **extra: str) -> dict[str, str]:
+    return server_env(var, DEBUG="true", LOG_LEVEL="WARNING", **extra)
 
 
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A var/ directory with a migrated SQLite database and the beat schedule (as `make run`)."""
     var = tmp_path_factory.mktemp("var")
-    for command in (["migrate", "--noinput", "-v", "0"], ["setup_periodic_tasks"]):
+    prepare(var, ["migrate", "--noinput", "-v", "0"], ["setup_periodic_tasks"])
+    return var
+
+
+def prepare(var: Path, *commands: list[str]) -> None:
+    """Run these manage.py commands on ``var``, as `make run` does before runall."""
+    for command in commands:
         subprocess.run(
             [sys.executable, "manage.py", *command],
             cwd=ROOT,
@@ -40,7 +49,6 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
             check=True,
             capture_output=True,
         )
-    return var
 
 
 def children(pid: int) -> list[int]:
@@ -185,3 +193,168 @@ def test_stopping_leaves_no_process_behind_even_a_hung_web_worker(runall, how):
 
     wait_until(lambda: not any(alive(p) for p in everything), seconds=10)
     assert port_free(port)
+
+
+def marked(marker: str) -> list[int]:
+    """The live processes whose environment holds ``marker``: whatever a run started."""
+    needle = f"RUNALL_TEST_MARKER={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and needle in (entry / "environ").read_bytes() and alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def is_web_worker(pid: int) -> bool:
+    """A gunicorn worker: a gunicorn process whose parent is one too (its master)."""
+    try:
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return False
+    return "gunicorn" in command_line(pid) and "gunicorn" in command_line(parent)
+
+
+@pytest.fixture
+def supervised_stop(migrated: Path, tmp_path: Path) -> Iterator[Callable[..., list[str]]]:
+    """Run a command (made for the address to serve on) in a session of its own on ``var``,
+    SIGTERM it after ``delay`` seconds (None: once the portal answers, with one gunicorn
+    worker stopped by SIGSTOP to stand for a hung one), SIGKILL it 3 s later,
+    as a supervisor or ``docker stop`` does; return the command lines of the processes of
+    that run still alive 3 s after that."""
+    markers: list[str] = []
+
+    def stop(
+        command_for: Callable[[str], list[str]], delay: float | None, var: Path = migrated, **env: str
+    ) -> list[str]:
+        marker = uuid.uuid4().hex
+        markers.append(marker)
+        port = free_port()
+        command = command_for(f"127.0.0.1:{port}")
+        log = (tmp_path / f"{marker}.log").open("wb")
+        proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=runall_env(var, RUNALL_TEST_MARKER=marker, **env),
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        if delay is None:
+            wait_until(lambda: answers(port))
+            # A request that never ends: without the SIGKILL, gunicorn would wait for it.
+            os.kill(next(pid for pid in marked(marker) if is_web_worker(pid)), signal.SIGSTOP)
+        else:
+            time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(3)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 3
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return [command_line(pid) for pid in marked(marker)]
+
+    yield stop
+    for marker in markers:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+def runall_command(bind: str) -> list[str]:
+    return [sys.executable, "manage.py", "runall", "--bind", bind, "--concurrency", "1", "--web-workers", "2"]
+
+
+# From runall's own start-up to gunicorn loading Django and the worker starting its pool.
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0, 4.5, None])
+def test_sigterm_then_sigkill_during_start_up_leaves_no_process(supervised_stop, delay):
+    assert supervised_stop(runall_command, delay) == []
+
+
+@pytest.fixture(scope="module")
+def made(migrated: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A var/ as a first `make run` leaves it: the demo project and the admin account too."""
+    var = tmp_path_factory.mktemp("made")
+    shutil.copytree(migrated, var, dirs_exist_ok=True)
+    prepare(var, ["seed_demo", "--if-empty"], ["ensure_admin"])
+    return var
+
+
+# During migrate, the demo's and the admin's set-up, runall's start-up; once it serves.
+@pytest.mark.parametrize("delay", [1.0, 6.0, 13.0, None])
+def test_make_run_stopped_at_any_moment_of_its_start_up_leaves_no_process(supervised_stop, made, delay):
+    """make passes SIGTERM on to the command it runs and waits for it; once make itself is
+    SIGKILLed, runall ends its children at once instead of after its stop timeout (20 s)."""
+
+    def make_run(bind: str) -> list[str]:
+        return ["make", "--no-print-directory", "run", f"RUNALL_ARGS=--bind {bind} --concurrency 1"]
+
+    assert supervised_stop(make_run, delay, var=made, SECRET_KEY="make-run-test-" + "k" * 50) == []
+
+
+def test_runall_killed_outright_takes_its_children_even_a_hung_web_worker(runall):
+    proc, port = runall()
+    wait_until(lambda: child_named(proc, "boincproj worker") is not None)
+    everything = descendants(proc.pid)
+    master = child_named(proc, "gunicorn")
+    assert master is not None
+    os.kill(children(master)[0], signal.SIGSTOP)  # it cannot notice its master is gone
+
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    wait_until(lambda: not any(alive(p) for p in everything), seconds=3)
+    assert port_free(port)
+
+
+# Ignores SIGTERM, then says so by creating the file named by its argument.
+STUBBORN = "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+STUBBORN += "pathlib.Path(sys.argv[1]).touch(); time.sleep(120)"
+RUNALL_ONE_CHILD = f"""
+import sys, time, django
+django.setup()
+from apps.core.management.commands.runall import Child, Command
+Command().start(Child("stubborn", [sys.executable, "-c", {STUBBORN!r}, sys.argv[1]]))
+time.sleep(120)
+"""
+
+
+def test_a_child_deaf_to_sigterm_dies_with_runall(migrated, tmp_path):
+    """As a Celery worker already in its warm shutdown is."""
+    marker = uuid.uuid4().hex
+    env = runall_env(migrated, RUNALL_TEST_MARKER=marker)
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", RUNALL_ONE_CHILD, str(ready)], cwd=ROOT, env=env)
+    try:
+        wait_until(ready.exists, seconds=30)
+        proc.kill()
+        proc.wait()
+
+        wait_until(lambda: not marked(marker), seconds=3)
+    finally:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+# From Django's set-up to the pool's processes starting and the worker being ready.
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0, 5.0])
+def test_a_celery_worker_told_to_stop_during_its_start_up_exits(migrated, tmp_path, delay):
+    """SIGTERM alone, as systemd sends it to the worker unit's main process."""
+    marker = uuid.uuid4().hex
+    celery = Path(sys.executable).parent / "celery"
+    command = [str(celery), "-A", "boincproj", "worker", "--concurrency", "1", "--loglevel", "WARNING"]
+    with (tmp_path / "worker.log").open("wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=runall_env(migrated, RUNALL_TEST_MARKER=marker), stdout=log, stderr=log
+        )
+    try:
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        wait_until(lambda: not marked(marker), seconds=5)
+    finally:
+        for pid in marked(marker):
+            os.kill(pid, signal.SIGKILL)

@@ -9,6 +9,7 @@ from apps.emulator.domain.backoff import (
     Backoff,
     backoff_after_no_work,
     backoff_cleared,
+    transfer_retry_delay,
 )
 from apps.emulator.domain.model import DAY
 
@@ -58,3 +59,12 @@ def test_backoff_never_exceeds_one_day(failures: int, draws: list[float]) -> Non
         assert backoff.interval <= MAX_BACKOFF_INTERVAL
         assert backoff.until <= now + MAX_BACKOFF_INTERVAL
         now = backoff.until
+
+
+def test_a_failed_transfer_waits_from_one_to_two_minutes_then_twice_as_long_each_time() -> None:
+    assert (transfer_retry_delay(1, 0.0), transfer_retry_delay(1, 1.0)) == (120.0, 240.0)
+    assert (transfer_retry_delay(2, 0.0), transfer_retry_delay(2, 1.0)) == (240.0, 480.0)
+
+
+def test_a_failed_transfer_waits_at_most_six_hours() -> None:
+    assert transfer_retry_delay(30, 1.0) == 6 * 3600.0

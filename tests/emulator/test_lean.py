@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pytest
 
 from apps.core.domain.resources import ProcType
+from apps.emulator.domain.backoff import MIN_TRANSFER_RETRY, TRANSFER_GIVEUP
 from apps.emulator.live import HostHardware, LeanConfig, LiveConfig, UploadGate, format_summary, run_lean
 from apps.emulator.live.lean import LeanHost, QueuedJob, make_lean_hosts, resource_request, run_fifo
-from apps.emulator.live.rpc import WireJob, reported_result
+from apps.emulator.live.rpc import RESULT_UPLOAD_FAILED, WireJob, reported_result
 from apps.emulator.profiling import ClientSession, profile_hosts
 from apps.emulator.services import BenchProject, bench_project_create
-from apps.protocol import FileInfoDesc, SchedulerRequest, parse_request
+from apps.protocol import FileInfoDesc, SchedulerRequest, parse_request, parse_upload_header
 
 BUFFER = 8640.0  # 0.1 day
 CPU_HOST = HostHardware(ncpus=4, cpu_flops=4e9)
@@ -208,33 +210,75 @@ def test_a_busy_reply_is_counted_apart_and_the_reports_go_again(project, setting
     assert (host.finished, host.pause, host.stats.results_acked) == ([], 0.0, host.stats.results_reported)
 
 
-class FailingFirstUpload(ClientSession):
-    """Django's test client; the first upload gets HTTP 502, as from a proxy whose server died."""
+class FailingUploads(ClientSession):
+    """Django's test client; the first ``failures`` uploads get HTTP 502, as from a proxy
+    whose upload server is down. ``tries`` lists the file of every upload asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, failures: int) -> None:
         super().__init__()
-        self.failed: list[str] = []
+        self.failures = failures
+        self.tries: list[str] = []
 
     def request(self, method, url, body=None, *, content_type=""):
-        if url.endswith("/file_upload_handler") and not self.failed:
-            self.failed.append(url)
-            return 502, b"Bad Gateway"
+        if url.endswith("/file_upload_handler"):
+            self.tries.append(parse_upload_header(body).name)
+            if len(self.tries) <= self.failures:
+                return 502, b"Bad Gateway"
         return super().request(method, url, body, content_type=content_type)
+
+
+def _uploading_host(project, failures: int) -> LeanHost:
+    """A host whose jobs have all finished; their first ``failures`` uploads failed."""
+    host = _host(project, CPU_HOST)
+    host.gate = UploadGate()
+    host.session = FailingUploads(failures)
+    host.rpc()  # jobs arrive
+    host.advance(1e6)  # they all finish and upload
+    return host
 
 
 @pytest.mark.django_db
 def test_a_job_is_reported_only_once_its_upload_went_through(project) -> None:
-    host = _host(project, CPU_HOST)
-    host.gate = UploadGate()
-    host.session = FailingFirstUpload()
-    host.step()  # jobs arrive; the simulated time runs them all
-    host.advance(1e6)
+    host = _uploading_host(project, failures=1)
     (waiting,) = (job.result_name for job in host.uploading)
     host.rpc()
     assert waiting not in host.stats.acked
-    assert host.stats.error_kinds == {"upload: HTTP 502": 1}
-    host.step()  # the upload goes again, then the report
+    host.advance(MIN_TRANSFER_RETRY * 2)  # past the first backoff (at most twice the minimum)
+    host.rpc()
     assert (host.uploading, waiting in host.stats.acked) == ([], True)
+    assert host.stats.error_kinds == {"upload: HTTP 502": 1}
+
+
+@pytest.mark.django_db
+def test_a_failed_upload_waits_for_its_backoff(project) -> None:
+    host = _uploading_host(project, failures=1)
+    host.advance(MIN_TRANSFER_RETRY / 2 - 1)  # the shortest first backoff is not over
+    assert (len(host.uploading), len(host.session.tries)) == (1, len(host.finished) + 1)
+
+
+@pytest.mark.django_db
+def test_a_failing_upload_is_tried_and_counted_once_per_step(project) -> None:
+    host = _host(project, CPU_HOST)
+    host.gate = UploadGate()
+    host.session = FailingUploads(failures=10**6)
+    seen: Counter[str] = Counter()
+    for _ in range(4):
+        host.step()
+        tries = Counter(host.session.tries)
+        assert all(tries[name] - seen[name] <= 1 for name in tries)
+        seen = tries
+    assert host.stats.error_kinds == {"upload: HTTP 502": len(host.session.tries)}
+    assert host.finished == []
+
+
+@pytest.mark.django_db
+def test_an_upload_failing_for_90_days_fails_the_job(project) -> None:
+    host = _uploading_host(project, failures=10**6)
+    jobs = list(host.uploading)
+    host.advance(TRANSFER_GIVEUP)
+    assert (host.uploading, host.finished) == ([], jobs)
+    assert host.stats.error_kinds["upload: gave up"] == len(jobs)
+    assert {reported_result(job).state for job in jobs} == {RESULT_UPLOAD_FAILED}
 
 
 def test_replicas_of_a_workunit_report_the_same_output() -> None:

@@ -30,10 +30,12 @@ GPU_HOST = HostHardware(ncpus=4, cpu_flops=4e9, ngpus=1, gpu_flops=2e13, gpu_nam
 class FakeServer:
     """Answers scheduler RPCs with one CPU and one GPU job per request, and stores uploads."""
 
-    def __init__(self, *, uploads: int = 200) -> None:
+    def __init__(self, *, uploads: int = 200, busy_uploads: int = 0) -> None:
         self.requests = []
         self.uploads: list[str] = []
         self.upload_status = uploads
+        self.busy_uploads = busy_uploads  # the first ones are answered "try later" (status 1)
+        self.upload_tries = 0
         self.n = 0
 
     def request(self, method, url, body=None, *, content_type=""):
@@ -44,6 +46,9 @@ class FakeServer:
         if url.endswith("file_upload_handler"):
             if self.upload_status != 200:
                 return self.upload_status, b"not here"
+            self.upload_tries += 1
+            if self.upload_tries <= self.busy_uploads:
+                return 200, render_upload_reply(1, "try later")
             self.uploads.append(parse_upload_header(body).name)
             return 200, render_upload_reply(0)
         return 404, b""
@@ -172,6 +177,24 @@ def test_missing_upload_handler_turns_uploads_off_without_error() -> None:
     host = _host(server, gate=gate)
     _run(host)
     assert (gate.enabled, host.stats.errors, "404" in gate.reason) == (False, [], True)
+
+
+def test_an_upload_the_server_cannot_take_now_is_retried_before_the_job_is_reported() -> None:
+    server = FakeServer(busy_uploads=1)
+    host = _host(server, hardware=HostHardware(ncpus=1, cpu_flops=4e9))
+    host.decide(preempt=True)  # a CPU job of 720 to 1080 s
+    host.advance(1100.0)
+    assert (host.finished, len(host.uploading), server.uploads) == ([], 1, [])
+    (job,) = host.uploading
+    host.advance(host.next_event(1e6))  # the end of its backoff
+    assert (host.uploading, [j for _, j in host.finished], server.uploads) == (
+        [],
+        [job],
+        [job.outputs[0].name],
+    )
+    host.rpc(None)
+    assert [r.state for r in server.requests[-1].results] == [5]
+    assert host.stats.error_kinds == {"upload: try later (status 1)": 1}
 
 
 def test_unacknowledged_result_is_an_error_and_reported_again() -> None:

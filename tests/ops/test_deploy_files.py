@@ -91,7 +91,7 @@ def test_the_units_run_collectstatic_gunicorn_celery_and_beat():
     assert beat.start[1:4] == ("-A", "boincproj", "beat")
 
 
-def check_deploy(tmp_path: Path, **changes: str) -> subprocess.CompletedProcess[str]:
+def manage_deployed(tmp_path: Path, *args: str, **changes: str) -> subprocess.CompletedProcess[str]:
     values = {**env_file_read(ENV_EXAMPLE), **changes}
     values.update(
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
@@ -100,14 +100,25 @@ def check_deploy(tmp_path: Path, **changes: str) -> subprocess.CompletedProcess[
     )
     env = {"PATH": os.environ["PATH"], **values}
     return subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=BASE_DIR, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [sys.executable, "manage.py", *args],
+        cwd=BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def check_deploy(tmp_path: Path, **changes: str) -> subprocess.CompletedProcess[str]:
+    return manage_deployed(tmp_path, "check", "--deploy", "--fail-level", "WARNING", **changes)
 
 
 @pytest.mark.slow
 def test_check_deploy_is_clean_with_the_documented_settings(tmp_path):
-    done = check_deploy(tmp_path, SECRET_KEY=secrets.token_urlsafe(50))
+    key = secrets.token_urlsafe(50)
+    # As the web unit does before gunicorn starts.
+    assert manage_deployed(tmp_path, "collectstatic", "--noinput", "-v", "0", SECRET_KEY=key).returncode == 0
+    done = check_deploy(tmp_path, SECRET_KEY=key)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "System check identified no issues (0 silenced)."
 
@@ -117,6 +128,38 @@ def test_check_deploy_catches_the_placeholder_secret_key(tmp_path):
     done = check_deploy(tmp_path)  # SECRET_KEY=change-me, as in the example
     assert done.returncode == 1
     assert "security.W009" in done.stderr
+
+
+@pytest.mark.slow
+def test_check_deploy_names_collectstatic_when_it_has_not_run(tmp_path):
+    done = check_deploy(tmp_path, SECRET_KEY=secrets.token_urlsafe(50))
+    assert done.returncode == 1
+    assert "ops.E001" in done.stderr
+    assert "Run `manage.py collectstatic --noinput`" in done.stderr
+
+
+def unit_setting(unit: str, key: str) -> str:
+    lines = (DEPLOY / "systemd" / unit).read_text().splitlines()
+    (value,) = (line.partition("=")[2] for line in lines if line.startswith(f"{key}="))
+    return value
+
+
+@pytest.mark.parametrize(
+    "unit", ["cobblestone-web.service", "cobblestone-worker@.service", "cobblestone-beat.service"]
+)
+def test_stopping_a_unit_signals_its_main_process_and_kills_what_is_left_at_the_timeout(unit):
+    assert unit_setting(unit, "KillMode") == "mixed"
+
+
+def test_the_web_unit_waits_longer_than_gunicorn_waits_for_its_requests():
+    graceful = re.search(r"^graceful_timeout = (\d+)$", (DEPLOY / "gunicorn.conf.py").read_text(), re.M)
+    assert graceful is not None
+    assert int(unit_setting("cobblestone-web.service", "TimeoutStopSec")) > int(graceful.group(1))
+
+
+def test_the_worker_unit_waits_longer_than_a_pass_may_run():
+    limit = int(env_file_read(ENV_EXAMPLE)["CELERY_TASK_TIME_LIMIT"])
+    assert int(unit_setting("cobblestone-worker@.service", "TimeoutStopSec")) > limit
 
 
 def test_the_backup_unit_runs_the_backup_command():

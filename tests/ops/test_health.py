@@ -45,6 +45,7 @@ def test_the_report_lists_every_check(client, without_celery_workers, settings):
         "Broker()": "OK",
         "DataAreaDisk()": "OK",
         "Migrations()": "OK",
+        "StaticFiles()": "OK",
     }
 
 

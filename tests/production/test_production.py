@@ -147,6 +147,7 @@ def test_health_is_healthy_through_nginx(stack):
         "CeleryWorkers()",
         "DataAreaDisk()",
         "Migrations()",
+        "StaticFiles()",
     }
     assert headers["Strict-Transport-Security"].startswith("max-age=31536000")
 

@@ -19,6 +19,19 @@ MAX_BACKOFF_INTERVAL = DAY  # seed 000: "doubled up to a limit (1 day)"
 MIN_RPC_BACKOFF = 60.0
 MAX_RPC_BACKOFF = 4 * 3600.0
 
+# A file transfer's own backoff after a transient failure (PERS_RETRY_DELAY_MIN/MAX), and
+# how long the client keeps trying before the transfer fails for good (PERS_GIVEUP).
+MIN_TRANSFER_RETRY = 120.0
+MAX_TRANSFER_RETRY = 6 * 3600.0
+TRANSFER_GIVEUP = 90 * DAY
+
+
+def transfer_retry_delay(failures: int, u: float) -> float:
+    """Seconds before a transfer that failed ``failures`` times in a row is tried again:
+    ``MIN_TRANSFER_RETRY`` doubled per failure, capped at ``MAX_TRANSFER_RETRY``, times a
+    factor from 0.5 to 1 (``u`` is a uniform draw in [0, 1))."""
+    return min(MIN_TRANSFER_RETRY * 2.0**failures, MAX_TRANSFER_RETRY) * (0.5 + 0.5 * u)
+
 
 @dataclass(frozen=True, slots=True)
 class Backoff:

@@ -58,7 +58,8 @@ class LiveHost(WireHost):
         self.policy.attach(self.state, PROJECT)
         self.not_before = 0.0  # simulated time before which the server asked not to be contacted
         self.wire: dict[int, WireJob] = {}
-        self.finished: list[tuple[float, WireJob]] = []  # (finish time, job), not yet acknowledged
+        self.uploading: list[WireJob] = []  # finished, some output not uploaded yet
+        self.finished: list[tuple[float, WireJob]] = []  # (ready time, job), not yet acknowledged
         self._next_key = 0
 
     @property
@@ -68,11 +69,21 @@ class LiveHost(WireHost):
     # -- time -------------------------------------------------------------------------
 
     def advance(self, t: float) -> None:
-        """Run the jobs from ``state.now`` to simulated time ``t``; finished jobs await report."""
+        """Run the jobs from ``state.now`` to simulated time ``t``; finished jobs upload their
+        outputs, uploads whose backoff has passed go again, and jobs uploaded await report."""
+        if t > self.state.now:
+            self._run(t)
+        waiting = []
+        for wire in self.uploading:
+            if self.upload_outputs(wire, self.state.now):
+                self.finished.append((self.state.now, wire))
+            else:
+                waiting.append(wire)
+        self.uploading = waiting
+
+    def _run(self, t: float) -> None:
         state = self.state
         dt = t - state.now
-        if dt <= 0:
-            return
         used: dict[tuple[str, ProcType], float] = {}
         done: list[SimJob] = []
         for job in state.jobs:
@@ -89,8 +100,7 @@ class LiveHost(WireHost):
         self.policy.account(state, dt, used)
         for job in done:
             state.remove_job(job)
-            self.finished.append((t, self.wire.pop(job.key)))
-            self.upload_outputs(self.finished[-1][1])
+            self.uploading.append(self.wire.pop(job.key))
 
     def next_event(self, end: float) -> float:
         """The next simulated time something happens: a job ends, a backoff or delay ends..."""
@@ -102,6 +112,7 @@ class LiveHost(WireHost):
             times.append(wakeup)
         if self.not_before > now:
             times.append(self.not_before)
+        times += [job.upload_retry_at for job in self.uploading]
         if self.finished:
             times.append(max(self.finished[0][0] + self.report_delay, self.not_before))
         return max(min(times), now + _DONE)
@@ -142,7 +153,7 @@ class LiveHost(WireHost):
             prefs=self.state.prefs,
             work=work,
             reports=reports,
-            in_progress=(w.result_name for w in (*self.wire.values(), *reports)),
+            in_progress=(w.result_name for w in (*self.wire.values(), *self.uploading, *reports)),
         )
 
     def _check_reply(self, reply: SchedulerReply, reports: list[WireJob]) -> None:

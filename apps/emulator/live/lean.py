@@ -12,7 +12,8 @@ clients; only what happens between RPCs is simpler.
 
 As the stock client does, a finished job is reported only once its outputs are uploaded: an
 upload the server could not take now (no connection, an HTTP error, "try later") is tried
-again before each RPC, and one it refused for good makes the job a failed one. After an RPC
+again once its backoff has passed in simulated time (the first time the host's clock moves
+past it), and one it refused for good makes the job a failed one. After an RPC
 that handled nothing (no usable reply, "project is down", "busy") the host waits
 ``busy_wait`` wall seconds, standing for the client's back-off.
 
@@ -128,29 +129,28 @@ class LeanHost(WireHost):
         self.pause = 0.0  # the wait the last reply asks for, in wall seconds
 
     def step(self) -> None:
-        """Uploads left to retry, one RPC, then the simulated time until the next (longer if
-        the server asked)."""
-        self.uploads_retry()
+        """One RPC, then the simulated time until the next (longer if the server asked)."""
         self.rpc()
         self.advance(max(self.interval, self.request_delay))
 
     def advance(self, seconds: float) -> None:
-        """Run the queues for ``seconds``; finished jobs upload their outputs and await report."""
+        """Run the queues for ``seconds``; finished jobs upload their outputs, and uploads
+        whose backoff has passed go again; a job is reported once they are done."""
         self.sim_time += seconds
         for proc, queue in self.queues.items():
             for job in run_fifo(queue, self.instances[proc], seconds):
                 self.uploading.append(job.wire)
-        self.uploads_retry()
-
-    def uploads_retry(self) -> None:
-        """Upload what finished jobs have not stored yet; a job is reported once it is done."""
         waiting = []
-        for job in self.uploading:
-            if self.upload_outputs(job):
-                self.finished.append(job)
+        for wire in self.uploading:
+            if self.upload_outputs(wire, self.sim_time):
+                self.finished.append(wire)
             else:
-                waiting.append(job)
+                waiting.append(wire)
         self.uploading = waiting
+
+    def upload_wait(self) -> float:
+        """Simulated seconds until the next upload is due to be tried again (0 if none waits)."""
+        return max(0.0, min((job.upload_retry_at for job in self.uploading), default=0.0) - self.sim_time)
 
     @property
     def held(self) -> int:

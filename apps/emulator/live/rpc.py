@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import NotRequired, TypedDict, Unpack
 
 from apps.core.domain.resources import ProcType
+from apps.emulator.domain.backoff import TRANSFER_GIVEUP, transfer_retry_delay
 from apps.emulator.domain.model import ClientPrefs, HostSpec, ResourceSpec
 from apps.emulator.domain.server import WorkRequest
 from apps.emulator.live.wire import OutputFile, Session, UploadGate, upload_file
@@ -125,6 +126,9 @@ class WireJob:
     wu_name: str = ""  # the job's input: replicas of one workunit write the same outputs
     stored: set[str] = field(default_factory=set)  # output files the server has stored
     upload_refused: bool = False  # an upload was refused for good: the task failed
+    upload_failures: int = 0  # transient upload failures so far
+    upload_first_failure: float = 0.0  # simulated time of the first of them
+    upload_retry_at: float = 0.0  # simulated time before which the uploads are not tried again
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +389,8 @@ class WireHost:
         self.gate = identity["gate"]
         self.seed = identity.get("seed", 1)
         self.rng = random.Random(f"{self.seed}:{self.index}")
+        # Apart, so failed uploads leave the jobs' runtimes drawn from self.rng unchanged.
+        self.upload_rng = random.Random(f"{self.seed}:{self.index}:uploads")
         self.hostid = 0
         self.rpc_seqno = 0
         self.code_sign_key = ""
@@ -443,10 +449,22 @@ class WireHost:
             self.code_sign_key = reply.code_sign_key
         return reply
 
-    def upload_outputs(self, job: WireJob) -> bool:
-        """Upload the finished job's output files not stored yet (when the gate lets uploads
-        through); whether it is ready to report: every file stored, or one refused for good."""
-        ready = True
+    def upload_outputs(self, job: WireJob, now: float) -> bool:
+        """Upload the finished job's output files not stored yet, unless a failure's backoff
+        runs until after ``now`` (simulated seconds); whether it is ready to report: every
+        file stored, or one refused for good.
+
+        As the client does: a transient failure (no connection, an HTTP error, "try later")
+        is counted once and tried again after an exponential, randomised backoff (the
+        client keeps one per file; a job's files go together here); after
+        ``TRANSFER_GIVEUP`` of failures the upload fails for good. A permanent refusal
+        fails it at once. A failed upload makes the job a failed one, reported as such.
+        """
+        if job.upload_refused:
+            return True
+        if now < job.upload_retry_at:
+            return False
+        failed = False
         for index, info in enumerate(job.outputs):
             if info.name in job.stored or job.upload_refused:
                 continue
@@ -457,8 +475,18 @@ class WireHost:
                     self.stats.uploads += 1
                 continue
             self.stats.error(attempt.kind, attempt.error)
-            if attempt.permanent:
-                job.upload_refused = True
-            else:
-                ready = False
-        return ready
+            job.upload_refused = attempt.permanent
+            failed = True
+        if job.upload_refused or not failed:
+            return True
+        if not job.upload_failures:
+            job.upload_first_failure = now
+        job.upload_failures += 1
+        if now - job.upload_first_failure >= TRANSFER_GIVEUP:
+            self.stats.error(
+                "upload: gave up", f"{job.result_name}: uploads failed for {TRANSFER_GIVEUP:.0f} s"
+            )
+            job.upload_refused = True
+            return True
+        job.upload_retry_at = now + transfer_retry_delay(job.upload_failures, self.upload_rng.random())
+        return False

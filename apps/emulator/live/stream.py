@@ -12,7 +12,7 @@ once the server is back:
     left = stream.drain(timeout=60)        # jobs some host still holds (0: all reported)
     summary = stream.summary()             # the run's figures (run.summarize)
 
-Each host runs in its own thread: one step (retry uploads, RPC, simulated time), then a
+Each host runs in its own thread: one step (RPC, simulated time with its uploads), then a
 wall-clock pause drawn from ``think``, or the host's back-off after an RPC that handled
 nothing (``LeanHost.busy_wait``), so the offered load is about ``len(hosts) / mean(think)``
 RPCs per second.
@@ -86,11 +86,11 @@ class LeanStream:
             try:
                 host.advance(DRAIN_SECONDS)
                 while host.held and time.monotonic() < deadline:
-                    host.uploads_retry()
                     if host.finished:
                         host.rpc(work=False)
                     if host.held:
                         time.sleep(max(retry_wait, host.pause))
+                        host.advance(host.upload_wait())  # to the next upload retry
             except Exception as exc:  # a bug or a reply the host cannot use: record it, stop this host
                 host.stats.error("host stopped", f"host {host.index}: {type(exc).__name__}: {exc}")
 

@@ -4,23 +4,25 @@ Steps:
 
 1. start gunicorn, the worker and beat, each in a process group of its own (so a signal
    reaches a child's own processes too: gunicorn's workers, the worker's pool) and set to
-   receive SIGTERM if this command dies without stopping them;
+   be SIGKILLed if this command ends without stopping them (gunicorn's workers likewise
+   with their master, deploy/gunicorn.conf.py);
 2. supervise: a child that exits is restarted after a back-off (1 s, doubling to a minute;
    back to 1 s once it has run for a minute), after whatever is left of its group (a
    gunicorn worker still holding the port) is killed; the others keep running;
-3. on Ctrl-C (SIGINT) or SIGTERM: SIGTERM every group, wait ``--stop-timeout`` seconds
-   for them to finish, then SIGKILL every group, so no child outlives the command. A
-   second Ctrl-C skips the wait.
+3. on Ctrl-C (SIGINT) or SIGTERM: SIGTERM each child (gunicorn and Celery stop their own
+   processes gracefully), wait ``--stop-timeout`` seconds for them to finish, then SIGKILL
+   every group, so no child outlives the command. A second Ctrl-C skips the wait, and so
+   does the end of the process that started this one (``make`` killed after passing on
+   its SIGTERM): nobody is left waiting for a graceful end.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import functools
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +30,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from apps.core.processes import die_with_parent
+
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
 STABLE_SECONDS = 60.0  # a child that ran this long starts over from the first back-off
 POLL_SECONDS = 0.2
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -46,12 +49,6 @@ class Child:
     backoff: float = BACKOFF_FIRST
     restart_at: float = 0.0
     restarts: int = field(default=0)
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when this command's process ends (Linux)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -74,11 +71,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         self.stopping = 0  # signals received
+        self.parent = os.getppid()
         children = [Child(name, command) for name, command in self.commands(opts).items()]
         signal.signal(signal.SIGINT, self._on_signal)
         signal.signal(signal.SIGTERM, self._on_signal)
         for child in children:
-            self.start(child)
+            if not self.stopping:
+                self.start(child)
         self.stdout.write(
             self.style.SUCCESS(f"Portal on http://{opts['bind']}/  (admin: /admin/)  Ctrl-C stops all.")
         )
@@ -136,7 +135,10 @@ class Command(BaseCommand):
 
     def start(self, child: Child) -> None:
         child.proc = subprocess.Popen(
-            child.command, cwd=settings.BASE_DIR, start_new_session=True, preexec_fn=_die_with_parent
+            child.command,
+            cwd=settings.BASE_DIR,
+            start_new_session=True,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
         child.started = time.monotonic()
 
@@ -168,13 +170,21 @@ class Command(BaseCommand):
         child.proc = None
 
     def stop(self, children: list[Child], timeout: float) -> None:
-        """SIGTERM every group, wait, then SIGKILL every group; reap the leaders."""
+        """SIGTERM each child, wait, then SIGKILL every group; reap the leaders."""
         self.stdout.write("Stopping...")
         running = [c.proc for c in children if c.proc is not None]
         for proc in running:
-            signal_group(proc, signal.SIGTERM)
+            # The leader only: a Celery worker's pool processes die of SIGTERM mid-task,
+            # while the worker itself lets them finish (its warm shutdown).
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while self.stopping < 2 and time.monotonic() < deadline and any(p.poll() is None for p in running):
+        while (
+            self.stopping < 2
+            and os.getppid() == self.parent
+            and time.monotonic() < deadline
+            and any(p.poll() is None for p in running)
+        ):
             time.sleep(POLL_SECONDS)
         for proc in running:
             signal_group(proc, signal.SIGKILL)
