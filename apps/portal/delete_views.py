@@ -122,9 +122,6 @@ def delete_confirm(request: HttpRequest, project: Project, account: Account) -> 
         return _page(request, project, account, status=400, error=str(exc), **context)
     if due <= clock.now():
         return render(request, "portal/account/account_deleted.html", {"project": project})
-    messages.success(
-        request, f"Your account will be deleted on {due:%Y-%m-%d %H:%M} UTC. Until then you can cancel."
-    )
     return redirect(reverse("volunteers:delete_account_request", args=[project.slug]))
 
 
