@@ -1,6 +1,6 @@
 """Account deletion, as a volunteer asks for it or an admin does it.
 
-1. Request: the volunteer gives their password; a signed link valid for LINK_VALID_SECONDS
+1. Request: the volunteer gives their password (account_delete_check); a signed link valid for LINK_VALID_SECONDS
    is mailed to the account's address (account_delete_request).
 2. Confirmation: the link, opened in the volunteer's session, starts the grace period of
    COBBLESTONE_ACCOUNT_DELETE_GRACE_DAYS (account_delete_confirm); the volunteer may cancel
@@ -72,13 +72,18 @@ def _refuse_deleted(account: Account) -> None:
         )
 
 
-def account_delete_request(*, account: Account, password: str, now: datetime) -> str:
-    """Check the password and start a request; returns the token of the link to mail.
-
-    A wrong password raises AccountDeleteError(field="password") and changes nothing."""
+def account_delete_check(*, account: Account, password: str) -> None:
+    """Whether the account may ask for its deletion with ``password``: AccountDeleteError
+    (field="password" for a wrong password) if not. Changes nothing."""
     _refuse_deleted(account)
     if not account_password_matches(account=account, password=password):
         raise AccountDeleteError("Wrong password.", field="password")
+
+
+def account_delete_request(*, account: Account, now: datetime) -> str:
+    """Record a request that passed account_delete_check; returns the token of the link to
+    mail. Links of earlier requests stop working."""
+    _refuse_deleted(account)
     Account.objects.filter(pk=account.pk).update(delete_requested=now)
     account.delete_requested = now
     return signing.dumps([account.pk, _digest(account)], salt=LINK_SALT)
@@ -166,7 +171,7 @@ def account_delete(*, account_id: int, now: datetime) -> bool:
         anonymous = f"deleted_{account.pk}_{secrets.token_hex(8)}"
         Account.objects.filter(pk=account.pk).update(
             name=DELETED_NAME,
-            email_addr=f"{anonymous}@invalid",
+            email_addr=f"{anonymous}@deleted.invalid",
             authenticator=f"deleted_{new_authenticator()}",
             cross_project_id=new_authenticator(),
             passwd_hash=make_passwd_hash(None),

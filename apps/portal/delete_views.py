@@ -15,6 +15,7 @@ from apps.account_deletion.services import (
     LINK_VALID_SECONDS,
     AccountDeleteError,
     account_delete_cancel,
+    account_delete_check,
     account_delete_confirm,
     account_delete_request,
     grace_period,
@@ -92,20 +93,21 @@ def delete_request(request: HttpRequest, project: Project, account: Account) -> 
         )
     if not form.is_valid():
         return _page(request, project, account, form=form)
+    password = form.cleaned_data["password"]
     try:
-        token = account_delete_request(
-            account=account, password=form.cleaned_data["password"], now=clock.now()
-        )
+        account_delete_check(account=account, password=password)
     except AccountDeleteError as exc:
         if exc.field == "password":
             login_failed(request, account.email_addr)
         form.add_error(exc.field, str(exc))
         return _page(request, project, account, form=form)
     if not mail_address_allowed(request, account.email_addr):
+        # Checked before the request is recorded: the link last sent keeps working.
         form.add_error(
             None, "Several messages were sent to your address lately. Use the latest, or try again later."
         )
         return _page(request, project, account, status=429, form=form)
+    token = account_delete_request(account=account, now=clock.now())
     _mail_link(project, account, token)
     return _page(request, project, account, sent=True)
 

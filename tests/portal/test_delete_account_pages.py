@@ -60,12 +60,14 @@ def test_a_wrong_password_is_refused_counted_and_mails_nothing(client, ada, monk
 
 
 @override_settings(COBBLESTONE_RATELIMIT_RESET_MAIL_ADDRESS="1/h")
-def test_requests_past_the_address_limit_are_refused(client, ada):
+def test_requests_past_the_address_limit_are_refused_and_the_link_sent_keeps_working(client, ada):
     log_in(client, ada)
     request_deletion(client)
     response = request_deletion(client)
     assert response.status_code == 429
     assert len(mail.outbox) == 1
+    client.post("/dl/delete_account_confirm.php", {"token": link().split("token=")[1]})
+    assert Account.objects.get(pk=ada.pk).delete_after is not None
 
 
 @override_settings(COBBLESTONE_ACCOUNT_DELETE_GRACE_DAYS=7)
