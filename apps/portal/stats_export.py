@@ -144,6 +144,12 @@ def _hosts_deleted(project: Project, batch: int) -> Iterator[tuple[Record, float
         yield Record("host", (("id", gone.hostid), ("host_cpid", gone.host_cpid))), 0.0
 
 
+def _badge_award(tag: str, owner: tuple[str, int | None], award: BadgeAward) -> Record:
+    """A <badge_user> or <badge_team>: who holds the badge, which one, since when."""
+    when = int(award.create_time.timestamp())
+    return Record(tag, (owner, ("badge_id", award.badge_id), ("create_time", when)))
+
+
 def _badge_users(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
     awards = BadgeAward.objects.filter(
         badge__project=project,
@@ -151,22 +157,12 @@ def _badge_users(project: Project, batch: int) -> Iterator[tuple[Record, float]]
         account__deleted_time__isnull=True,
     )
     for award in _chunked(awards, batch):
-        yield _badge_award(award, "user_id", award.account_id), 0.0
+        yield _badge_award("badge_user", ("user_id", award.account_id), award), 0.0
 
 
 def _badge_teams(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
     for award in _chunked(BadgeAward.objects.filter(badge__project=project, team__isnull=False), batch):
-        yield _badge_award(award, "team_id", award.team_id), 0.0
-
-
-def _badge_award(award: BadgeAward, owner_tag: str, owner: int | None) -> Record:
-    tag = "badge_user" if owner_tag == "user_id" else "badge_team"
-    fields = (
-        (owner_tag, owner),
-        ("badge_id", award.badge_id),
-        ("create_time", int(award.create_time.timestamp())),
-    )
-    return Record(tag, fields)
+        yield _badge_award("badge_team", ("team_id", award.team_id), award), 0.0
 
 
 def _badge_list(project: Project) -> Record:
