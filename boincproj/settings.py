@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.volunteers",
     "apps.applications",
     "apps.hosts",
+    "apps.account_deletion",  # after apps.volunteers: its admin extends the accounts' admin
     "apps.credit",
     "apps.sequences",  # before apps.work: its create_work adds --sequence to work's
     "apps.work",
@@ -467,6 +468,8 @@ COBBLESTONE_RATELIMIT_STAFF_LOGIN_IP_ACCOUNT = env_rate(
 COBBLESTONE_RATELIMIT_STAFF_LOGIN_ACCOUNT = env_rate("COBBLESTONE_RATELIMIT_STAFF_LOGIN_ACCOUNT", "30/h")
 # How long an address a log-in succeeded from stays known to that account.
 COBBLESTONE_KNOWN_CLIENT_DAYS = env_int("COBBLESTONE_KNOWN_CLIENT_DAYS", 30)
+# Days between the confirmation of an account's deletion and the deletion itself (0: at once).
+COBBLESTONE_ACCOUNT_DELETE_GRACE_DAYS = env_int("COBBLESTONE_ACCOUNT_DELETE_GRACE_DAYS", 7)
 # Password-reset emails (and the notice of a sign-up with a taken address): requests per
 # client address, messages per email address.
 COBBLESTONE_RATELIMIT_RESET_MAIL_IP = env_rate("COBBLESTONE_RATELIMIT_RESET_MAIL_IP", "10/h")

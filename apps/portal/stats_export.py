@@ -4,11 +4,12 @@ Writes ``user.gz``, ``host.gz``, ``team.gz`` (gzipped ``<users>``/``<hosts>``/``
 with BOINC's record fields, see apps.portal.records), ``user_deleted.gz`` and
 ``host_deleted.gz`` (``<users_deleted>``/``<hosts_deleted>``: the id and cross-project id
 of each exported user or host deleted in the last DELETED_KEEP_DAYS, so stats sites drop
-them) and ``tables.xml`` (update time and totals) into ``<data_dir>/<slug>/stats/``,
+them), ``badge_user.gz`` and ``badge_team.gz`` (``<badge_users>``/``<badge_teams>``: who
+holds which badge) and ``tables.xml`` (update time, totals and the list of badges) into ``<data_dir>/<slug>/stats/``,
 served at ``/<slug>/stats/<file>``.
 
 Only users who consented to the statistics export are written (BOINC's STATSEXPORT
-consent), and only their hosts: a host's host_cpid would let a stats site link it back to
+consent), and only their hosts and badges; deleted accounts never are: a host's host_cpid would let a stats site link it back to
 its owner across projects. Teams are public on the project's pages and are all written.
 """
 
@@ -30,8 +31,8 @@ from apps.portal.records import host_record, team_record, user_record
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.protocol.stats_dump import dump_chunks
-from apps.protocol.stats_xml import Record, render_tables
-from apps.volunteers.models import Account, DeletedAccount, Team
+from apps.protocol.stats_xml import Record, render_record
+from apps.volunteers.models import Account, Badge, BadgeAward, DeletedAccount, Team
 
 DAEMON = "db_dump"
 BATCH = 1000
@@ -46,6 +47,8 @@ STATS_FILES: dict[str, str] = {
     "team.gz": "application/gzip",
     "user_deleted.gz": "application/gzip",
     "host_deleted.gz": "application/gzip",
+    "badge_user.gz": "application/gzip",
+    "badge_team.gz": "application/gzip",
 }
 
 M = TypeVar("M", bound=Model)
@@ -115,7 +118,7 @@ def _write_dump(
 
 
 def _users(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
-    accounts = Account.objects.filter(project=project, stats_export_consent=True)
+    accounts = Account.objects.filter(project=project, stats_export_consent=True, deleted_time__isnull=True)
     for account in _chunked(accounts, batch):
         yield user_record(account), account.total_credit
 
@@ -139,6 +142,40 @@ def _users_deleted(project: Project, batch: int) -> Iterator[tuple[Record, float
 def _hosts_deleted(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
     for gone in _chunked(DeletedHost.objects.filter(project=project), batch):
         yield Record("host", (("id", gone.hostid), ("host_cpid", gone.host_cpid))), 0.0
+
+
+def _badge_award(tag: str, owner: tuple[str, int | None], award: BadgeAward) -> Record:
+    """A <badge_user> or <badge_team>: who holds the badge, which one, since when."""
+    when = int(award.create_time.timestamp())
+    return Record(tag, (owner, ("badge_id", award.badge_id), ("create_time", when)))
+
+
+def _badge_users(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    awards = BadgeAward.objects.filter(
+        badge__project=project,
+        account__stats_export_consent=True,
+        account__deleted_time__isnull=True,
+    )
+    for award in _chunked(awards, batch):
+        yield _badge_award("badge_user", ("user_id", award.account_id), award), 0.0
+
+
+def _badge_teams(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
+    for award in _chunked(BadgeAward.objects.filter(badge__project=project, team__isnull=False), batch):
+        yield _badge_award("badge_team", ("team_id", award.team_id), award), 0.0
+
+
+def _badge_list(project: Project) -> Record:
+    """tables.xml's <badges>: every badge the files above refer to."""
+    badges = Badge.objects.filter(project=project).order_by("id")
+    return Record(
+        "badges",
+        (),
+        children=tuple(
+            Record("badge", (("id", b.pk), ("name", b.name), ("title", b.title), ("image_url", "")))
+            for b in badges
+        ),
+    )
 
 
 def deleted_records_expire(*, project: Project, now: datetime) -> int:
@@ -173,15 +210,21 @@ def stats_export_write(*, project: Project, now: datetime, batch: int = BATCH) -
     hosts_deleted = _write_dump(
         directory, "host_deleted.gz", "hosts_deleted", _hosts_deleted(project, batch), mtime
     )
-    tables = render_tables(
-        (
-            ("update_time", mtime),
-            ("nusers_total", users.count),
-            ("nteams_total", teams.count),
-            ("nhosts_total", hosts.count),
-            ("nusers_deleted_total", users_deleted.count),
-            ("nhosts_deleted_total", hosts_deleted.count),
-            ("total_credit", users.credit),
+    _write_dump(directory, "badge_user.gz", "badge_users", _badge_users(project, batch), mtime)
+    _write_dump(directory, "badge_team.gz", "badge_teams", _badge_teams(project, batch), mtime)
+    tables = render_record(
+        Record(
+            "tables",
+            (
+                ("update_time", mtime),
+                ("nusers_total", users.count),
+                ("nteams_total", teams.count),
+                ("nhosts_total", hosts.count),
+                ("nusers_deleted_total", users_deleted.count),
+                ("nhosts_deleted_total", hosts_deleted.count),
+                ("total_credit", users.credit),
+            ),
+            children=(_badge_list(project),),
         )
     )
     _write_atomic(directory / "tables.xml", lambda out: _write_bytes(out, tables))

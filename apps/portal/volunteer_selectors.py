@@ -20,7 +20,11 @@ TOP_ORDER = {"recent": "-expavg_credit", "total": "-total_credit"}
 
 
 def top_accounts(project: Project, order: str) -> QuerySet[Account]:
-    return Account.objects.filter(project=project).select_related("team").order_by(TOP_ORDER[order], "id")
+    return (
+        Account.objects.filter(project=project, deleted_time__isnull=True)
+        .select_related("team")
+        .order_by(TOP_ORDER[order], "id")
+    )
 
 
 def top_hosts(project: Project, order: str) -> QuerySet[Host]:
@@ -102,8 +106,11 @@ def host_version_stats(host: Host, project: Project) -> list[VersionStats]:
 
 
 def project_totals(project: Project) -> dict:
+    """Users (deleted accounts left out) and credit (theirs counted: it was earned)."""
     return Account.objects.filter(project=project).aggregate(
-        users=Count("id"), credit=Sum("total_credit"), active=Count("id", filter=Q(expavg_credit__gt=1))
+        users=Count("id", filter=Q(deleted_time__isnull=True)),
+        credit=Sum("total_credit"),
+        active=Count("id", filter=Q(expavg_credit__gt=1)),
     )
 
 

@@ -7,7 +7,15 @@ from django.urls import path
 from django.views.decorators.cache import never_cache
 from django.views.generic import RedirectView
 
-from apps.portal import account_views, password_views, prefs_views, task_views, team_views, web_rpcs
+from apps.portal import (
+    account_views,
+    delete_views,
+    password_views,
+    prefs_views,
+    task_views,
+    team_views,
+    web_rpcs,
+)
 from apps.portal import volunteer_views as v
 
 app_name = "volunteers"
@@ -49,6 +57,13 @@ urlpatterns = [
     path("<slug:slug>/edit_email.php", account_views.edit_email, name="edit_email"),
     path("<slug:slug>/edit_passwd.php", account_views.edit_passwd, name="edit_passwd"),
     path("<slug:slug>/weak_auth.php", never_cache(account_views.weak_auth), name="weak_auth"),
+    path(
+        "<slug:slug>/delete_account_request.php", delete_views.delete_request, name="delete_account_request"
+    ),
+    path(
+        "<slug:slug>/delete_account_confirm.php", delete_views.delete_confirm, name="delete_account_confirm"
+    ),
+    path("<slug:slug>/delete_account_cancel.php", delete_views.delete_cancel, name="delete_account_cancel"),
     # BOINC's names of the account pages, which volunteers' bookmarks and the BOINC Manager's
     # links use: sent on (query string kept) to the pages that do the same here.
     path("<slug:slug>/home.php", _to("account_home"), name="boinc_home"),

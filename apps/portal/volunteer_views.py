@@ -21,6 +21,7 @@ from apps.projects.models import Project
 from apps.protocol.stats_xml import render_record
 from apps.volunteers.models import Account, Team
 from apps.volunteers.services import VENUE_CHOICES
+from apps.volunteers.services.badges import account_badges, team_badges
 
 PAGE_SIZE = 50
 XML = "text/xml; charset=utf-8"
@@ -42,7 +43,10 @@ def show_user(request: HttpRequest, slug: str) -> HttpResponse:
         return show_user_xml(request, slug)
     project = get_object_or_404(Project, slug=slug)
     account = get_object_or_404(
-        Account.objects.select_related("team"), project=project, id=_id(request, "userid")
+        Account.objects.select_related("team"),
+        project=project,
+        id=_id(request, "userid"),
+        deleted_time__isnull=True,
     )
     hosts = list(account.hosts.order_by("-expavg_credit")) if account.show_hosts else []
     history = sel.credit_history(account=account)
@@ -56,6 +60,7 @@ def show_user(request: HttpRequest, slug: str) -> HttpResponse:
             "apps": sel.app_breakdown(account),
             "is_me": (me := page_account(request, project)) is not None and me.pk == account.pk,
             "chart": credit_chart_html(history, label=f"Total credit of {account.name}"),
+            "badges": account_badges(account),
         },
     )
 
@@ -103,6 +108,7 @@ def team_display(request: HttpRequest, slug: str) -> HttpResponse:
             "nusers": team.members.count(),
             "members": members,
             "chart": credit_chart_html(history, label=f"Total credit of team {team.name}"),
+            "badges": team_badges(team),
         },
     )
 

@@ -135,7 +135,11 @@ def _show_user_xml(request: HttpRequest, project: Project) -> bytes:
         return render_record(owner_record(account, hosts))
     account = (
         Account.objects.select_related("team")
-        .filter(project=project, pk=int_param("userid", required_param(request, "userid")))
+        .filter(
+            project=project,
+            pk=int_param("userid", required_param(request, "userid")),
+            deleted_time__isnull=True,
+        )
         .first()
     )
     if account is None:

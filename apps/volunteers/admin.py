@@ -17,7 +17,7 @@ class AccountAdmin(admin.ModelAdmin):
         "expavg_credit",
         "create_time",
     ]
-    list_filter = ["project", "allow_beta_work"]
+    list_filter = ["project", "allow_beta_work", ("deleted_time", admin.EmptyFieldListFilter)]
     search_fields = ["name", "email_addr", "authenticator"]
     list_select_related = ["project", "team"]
     raw_id_fields = ["team"]
@@ -29,6 +29,9 @@ class AccountAdmin(admin.ModelAdmin):
         "expavg_credit",
         "expavg_time",
         "create_time",
+        "delete_requested",
+        "delete_after",
+        "deleted_time",
     ]
     show_full_result_count = False
 

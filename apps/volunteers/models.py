@@ -128,13 +128,26 @@ class Account(models.Model):
     total_credit = models.FloatField(default=0)
     expavg_credit = models.FloatField(default=0)
     expavg_time = models.FloatField(default=0)
+    # Account deletion (apps.volunteers.services.deletion): asked, confirmed, carried out.
+    delete_requested = models.DateTimeField(
+        null=True, blank=True, help_text="When the latest deletion confirmation link was sent"
+    )
+    delete_after = models.DateTimeField(
+        null=True, blank=True, help_text="Deletion confirmed: when the grace period ends and it is done"
+    )
+    deleted_time = models.DateTimeField(
+        null=True, blank=True, help_text="When the account was deleted (its personal data removed)"
+    )
 
     class Meta:
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "email_addr"], name="account_unique_email"),
         ]
-        indexes = [models.Index(fields=["project", "-expavg_credit"], name="account_top_rac")]
+        indexes = [
+            models.Index(fields=["project", "-expavg_credit"], name="account_top_rac"),
+            models.Index(fields=["delete_after"], name="account_delete_due"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -209,6 +222,57 @@ class DeletedAccount(models.Model):
 
     def __str__(self) -> str:
         return f"deleted account {self.userid}"
+
+
+class Badge(models.Model):
+    """A badge users or teams earn (BOINC's badge table), made by the badge pass
+    (apps.volunteers.services.badges): a credit level or a percentile of recent average credit."""
+
+    class Kind(models.IntegerChoices):
+        USER = 0, "user"
+        TEAM = 1, "team"
+
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
+    kind = models.PositiveSmallIntegerField(choices=Kind.choices)
+    name = models.CharField(max_length=64, help_text="Internal name, e.g. user_pct_0 or team_credit_3")
+    title = models.CharField(max_length=100, help_text="Shown on the pages, e.g. Top 5% in average credit")
+    create_time = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "kind", "name"], name="badge_unique_name")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class BadgeAward(models.Model):
+    """A badge held by one user or one team (BOINC's badge_user and badge_team)."""
+
+    badge = models.ForeignKey(Badge, on_delete=models.CASCADE, related_name="awards")
+    account = models.ForeignKey(
+        Account, null=True, blank=True, on_delete=models.CASCADE, related_name="badge_awards"
+    )
+    team = models.ForeignKey(
+        Team, null=True, blank=True, on_delete=models.CASCADE, related_name="badge_awards"
+    )
+    create_time = models.DateTimeField(help_text="When the badge was first given")
+    reassign_time = models.DateTimeField(help_text="When the badge pass last confirmed it")
+
+    class Meta:
+        ordering = ["badge_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(account__isnull=False, team__isnull=True)
+                | Q(account__isnull=True, team__isnull=False),
+                name="badgeaward_one_owner",
+            ),
+            models.UniqueConstraint(fields=["badge", "account"], name="badgeaward_user_unique"),
+            models.UniqueConstraint(fields=["badge", "team"], name="badgeaward_team_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.badge} for {self.account or self.team}"
 
 
 class CreditHistory(models.Model):

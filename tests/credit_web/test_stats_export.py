@@ -161,6 +161,8 @@ def test_files_replace_the_old_ones_and_leave_no_temporary_files(project, people
     stats_export_write(project=project, now=now)
     assert len(read_gz(project, "user.gz")) == 2
     assert sorted(p.name for p in stats_dir(project).iterdir()) == [
+        "badge_team.gz",
+        "badge_user.gz",
         "host.gz",
         "host_deleted.gz",
         "tables.xml",
