@@ -127,3 +127,12 @@ def test_admin_create_work_page_needs_the_targets_id(admin_client, project):
     assert response.status_code == 200
     assert "This target needs the id of its host, user or team." in response.content.decode()
     assert Workunit.objects.count() == 0
+
+
+def test_assignments_are_listed_read_only_in_the_admin(admin_client, project):
+    host = HostFactory(project=project, account__project=project)
+    create("--target_host", str(host.id))
+    response = admin_client.get("/admin/work/assignment/")
+    assert response.status_code == 200
+    assert str(host.id) in response.content.decode()
+    assert admin_client.get("/admin/work/assignment/add/").status_code == 403
