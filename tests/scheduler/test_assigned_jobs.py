@@ -2,14 +2,15 @@
 target host, user or team, and a broadcast job reaches each eligible host once."""
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
 from apps.hosts.models import Host
 from apps.work.domain.assignments import Target, TargetType
-from apps.work.domain.states import ServerState
+from apps.work.domain.states import Outcome, ServerState
 from apps.work.models import Assignment, Result
-from apps.work.services import JobSpec, WorkError, workunits_create
+from apps.work.services import JobSpec, WorkError, workunit_transition, workunits_create
 from tests.factories import AccountFactory, TeamFactory
 from tests.scheduler.conftest import make_request, rpc
 
@@ -84,6 +85,22 @@ def test_targeted_job_needing_one_result_is_sent_once(client, project, account, 
     _job(project, cpu_app, Target(TargetType.USER, account.id))
     assert _ask(client, project, first) == ["aimed_0"]
     assert _ask(client, project, second) == []
+
+
+def test_targeted_result_that_timed_out_is_replaced_for_another_host_of_the_target(
+    client, project, account, other_account, cpu_app
+):
+    first = _host(client, project, account, "first")
+    second = _host(client, project, account, "second")
+    stranger = _host(client, project, other_account, "stranger")
+    wu = _job(project, cpu_app, Target(TargetType.USER, account.id))
+    assert _ask(client, project, first) == ["aimed_0"]
+    sent = Result.objects.get(name="aimed_0")
+    workunit_transition(workunit_id=wu.id, now=sent.report_deadline + timedelta(days=30))
+    assert Result.objects.get(name="aimed_0").outcome == Outcome.NO_REPLY
+    assert Result.objects.filter(workunit=wu).count() == 1  # the transitioner makes none
+    assert _ask(client, project, stranger) == []
+    assert _ask(client, project, second) == ["aimed_1"]
 
 
 def test_broadcast_job_reaches_each_host_once(client, project, account, other_account, cpu_app):
