@@ -16,7 +16,7 @@ import logging
 
 from django.db import connection
 
-from apps.core.db import ModelColumns, execute, fetch_rows, placeholders
+from apps.core.db import ModelColumns, advisory_xact_lock, execute, fetch_rows, placeholders
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.dispatch import CANDIDATE_WORKUNIT_FIELDS, Dispatcher
 from apps.work.domain.assignments import (
@@ -26,15 +26,19 @@ from apps.work.domain.assignments import (
     next_result_name,
     targeted_instance_needed,
 )
-from apps.work.domain.states import ServerState
+from apps.work.domain.states import Outcome, ServerState, ValidateState
 from apps.work.models import Result, Workunit
 from apps.work.services.create import results_create
 
 logger = logging.getLogger(__name__)
 
-# Assignments looked at per RPC (a host rarely is the target of more at once; the rest wait
-# for its next request).
+# Open assignments looked at per RPC (the rest wait for the host's next request), and
+# targeted workunits locked at a time.
 ASSIGNMENTS_PER_RPC = 64
+LOCK_WINDOW = 8
+_OPEN_STATES = ", ".join(
+    str(int(s)) for s in (ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS)
+)
 
 # What a send and the reply read, and what making the job's result needs.
 _WORKUNIT = ModelColumns(
@@ -48,14 +52,42 @@ def send_assigned_work(dispatcher: Dispatcher) -> None:
     if not project_catalog(ctx.project).has_assignments:
         return
     multi_of = _assigned_to_host(dispatcher)
-    if not multi_of:
-        return
-    workunits = _lock_workunits(sorted(multi_of))
+    targeted = [wu_id for wu_id, multi in multi_of.items() if not multi]  # in assignment order
+    # A few targeted workunits locked at a time: concurrent hosts of one user or team then
+    # share the jobs instead of one holding locks on more than it takes.
+    for start in range(0, len(targeted), LOCK_WINDOW):
+        if not dispatcher.need.work_needed():
+            return
+        _send(dispatcher, _workunits(sorted(targeted[start : start + LOCK_WINDOW]), lock=True), multi_of)
+    broadcast = [wu_id for wu_id, multi in multi_of.items() if multi]
+    if broadcast and dispatcher.need.work_needed():
+        _send(dispatcher, _workunits(_broadcast_not_on_host(dispatcher, broadcast), lock=False), multi_of)
+
+
+def _broadcast_not_on_host(dispatcher: Dispatcher, ids: list[int]) -> list[int]:
+    """Of broadcast workunits ``ids``, those the host still has no result of, read again
+    under a lock on the host: hosts do not wait for each other on a broadcast job (each
+    gets its own result), but two RPCs of one host must not both make its result."""
+    host = dispatcher.ctx.host
+    assert host is not None
+    advisory_xact_lock(f"scheduler.host:{host.id}")
+    have = {
+        wu_id
+        for (wu_id,) in fetch_rows(
+            f"SELECT workunit_id FROM work_result WHERE host_id = %s AND workunit_id IN ({placeholders(ids)})",
+            [host.id, *ids],
+        )
+    }
+    return sorted(set(ids) - have)
+
+
+def _send(dispatcher: Dispatcher, workunits: dict[int, Workunit], multi_of: dict[int, bool]) -> None:
+    ctx = dispatcher.ctx
+    host = ctx.host
+    assert host is not None
     dispatcher.load_exclusions(set(workunits), host_checked=True)
     targeted = [wu_id for wu_id in workunits if not multi_of[wu_id]]
     results = _results_of(targeted) if targeted else {}
-    host = ctx.host
-    assert host is not None
     for wu_id in sorted(workunits, key=lambda i: (-workunits[i].priority, i)):
         if not dispatcher.need.work_needed():
             return
@@ -63,10 +95,13 @@ def send_assigned_work(dispatcher: Dispatcher) -> None:
         if multi_of[wu_id]:
             name = broadcast_result_name(wu.name, host.id)
         else:
+            # Counted again under the lock: another RPC may have taken the job meanwhile.
             states = results.get(wu_id, [])
-            if not targeted_instance_needed(wu.target_nresults, (s for _, s in states)):
+            if any(on_host == host.id for _, on_host, _ in states) or not targeted_instance_needed(
+                wu.target_nresults, (s for _, _, s in states)
+            ):
                 continue
-            name = next_result_name(wu.name, (n for n, _ in states))
+            name = next_result_name(wu.name, (n for n, _, _ in states))
         result = Result(
             project_id=wu.project_id,
             app_id=wu.app_id,
@@ -87,7 +122,7 @@ def send_assigned_work(dispatcher: Dispatcher) -> None:
 
 def _assigned_to_host(dispatcher: Dispatcher) -> dict[int, bool]:
     """The workunits assigned to this host, its user or team, or to all hosts, that the host
-    has no result of and that are still open: workunit id -> broadcast. Assignments whose
+    has no result of and that still need one: workunit id -> broadcast, in assignment order. Assignments whose
     workunit was purged are dropped, as BOINC drops them."""
     ctx = dispatcher.ctx
     host, account = ctx.host, ctx.account
@@ -101,7 +136,12 @@ def _assigned_to_host(dispatcher: Dispatcher) -> dict[int, bool]:
         f" OR (a.target_type = {int(TargetType.USER)} AND a.target_id = %s)"
         f" OR (a.target_type = {int(TargetType.TEAM)} AND a.target_id = %s))"
         " AND (w.id IS NULL OR (w.error_mask = 0 AND w.canonical_result_id IS NULL AND NOT w.need_validate"
-        " AND NOT EXISTS (SELECT 1 FROM work_result r WHERE r.workunit_id = w.id AND r.host_id = %s)))"
+        " AND NOT EXISTS (SELECT 1 FROM work_result r WHERE r.workunit_id = w.id AND r.host_id = %s)"
+        # A targeted job whose results are all out is left out here, or a few hundred of them
+        # would fill the LIMIT and hide jobs still open (targeted_instance_needed's count).
+        " AND (a.multi OR w.target_nresults > (SELECT COUNT(*) FROM work_result r WHERE r.workunit_id = w.id"
+        f" AND (r.server_state IN ({_OPEN_STATES}) OR (r.server_state = {int(ServerState.OVER)}"
+        f" AND r.outcome = {int(Outcome.SUCCESS)} AND r.validate_state <> {int(ValidateState.INVALID)}))))))"
         f" ORDER BY a.id LIMIT {ASSIGNMENTS_PER_RPC}",
         [ctx.project.id, host.id, account.id, account.team_id or 0, host.id],
     )
@@ -111,24 +151,30 @@ def _assigned_to_host(dispatcher: Dispatcher) -> dict[int, bool]:
     return {wu_id: bool(multi) for _id, wu_id, multi, found in rows if found is not None}
 
 
-def _lock_workunits(ids: list[int]) -> dict[int, Workunit]:
-    """The workunits, each locked while its new result is made (two hosts of one user or team
-    must not both take a job's last needed result); one another RPC holds is skipped."""
-    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+def _workunits(ids: list[int], *, lock: bool) -> dict[int, Workunit]:
+    """The workunits; with ``lock``, each locked while its new result is made (two hosts of
+    one user or team must not both take a job's last needed result), one that another RPC
+    holds skipped."""
+    if not ids:
+        return {}
+    tail = " FOR UPDATE SKIP LOCKED" if lock and connection.features.has_select_for_update_skip_locked else ""
     rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()} FROM work_workunit w WHERE w.id IN ({placeholders(ids)}) ORDER BY w.id{lock}",
+        f"SELECT {_WORKUNIT.sql()} FROM work_workunit w WHERE w.id IN ({placeholders(ids)}) ORDER BY w.id{tail}",
         ids,
     )
     return {wu.id: wu for wu in (_WORKUNIT.build(row) for row in rows)}
 
 
-def _results_of(ids: list[int]) -> dict[int, list[tuple[str, ResultState]]]:
+def _results_of(ids: list[int]) -> dict[int, list[tuple[str, int | None, ResultState]]]:
+    """Each workunit's results: (name, host id, state)."""
     rows = fetch_rows(
-        "SELECT workunit_id, name, server_state, outcome, validate_state FROM work_result"
+        "SELECT workunit_id, name, host_id, server_state, outcome, validate_state FROM work_result"
         f" WHERE workunit_id IN ({placeholders(ids)})",
         ids,
     )
-    found: dict[int, list[tuple[str, ResultState]]] = {}
-    for wu_id, name, server_state, outcome, validate_state in rows:
-        found.setdefault(wu_id, []).append((name, ResultState(server_state, outcome, validate_state)))
+    found: dict[int, list[tuple[str, int | None, ResultState]]] = {}
+    for wu_id, name, host_id, server_state, outcome, validate_state in rows:
+        found.setdefault(wu_id, []).append(
+            (name, host_id, ResultState(server_state, outcome, validate_state))
+        )
     return found
