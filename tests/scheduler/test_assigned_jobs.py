@@ -140,3 +140,12 @@ def test_target_outside_the_project_is_refused_and_nothing_is_created(project, c
     with pytest.raises(WorkError, match="no host with id 999999"):
         _job(project, cpu_app, Target(TargetType.HOST, 999999))
     assert Assignment.objects.count() == 0
+
+
+def test_assignment_of_a_purged_workunit_is_dropped_by_the_next_rpc(client, project, account, cpu_app):
+    host = _host(client, project, account, "target")
+    wu = _job(project, cpu_app, Target(TargetType.HOST, host.id))
+    wu.delete()  # as db_purge does, the assignment's workunit is emptied
+    assert Assignment.objects.get().workunit_id is None
+    assert _ask(client, project, host) == []
+    assert Assignment.objects.count() == 0

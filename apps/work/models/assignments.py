@@ -14,14 +14,13 @@ class Assignment(models.Model):
     """A workunit meant for one host, user or team, or broadcast (one result per host).
 
     ``target_id`` is the host's, account's or team's id as ``target_type`` says (0 for all
-    hosts). The workunit reference has no database constraint: db_purge deletes finished
-    workunits with plain DELETEs, and the scheduler drops an assignment whose workunit is
-    gone, as BOINC's does.
+    hosts). Purging the workunit empties ``workunit`` (as for any row that refers to a purged
+    one); the scheduler then drops the assignment, as BOINC's drops one whose workunit is gone.
     """
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
     workunit = models.OneToOneField(
-        "work.Workunit", on_delete=models.CASCADE, db_constraint=False, related_name="assignment"
+        "work.Workunit", null=True, blank=True, on_delete=models.SET_NULL, related_name="assignment"
     )
     target_type = models.PositiveSmallIntegerField(choices=enum_choices(TargetType))
     target_id = models.BigIntegerField(default=0, help_text="The host, account or team id; 0 for all hosts")
