@@ -12,8 +12,6 @@ that cannot run the job leaves nothing behind for another host to pick up.
 
 from __future__ import annotations
 
-import logging
-
 from django.db import connection
 
 from apps.core.db import ModelColumns, advisory_xact_lock, execute, fetch_rows, placeholders
@@ -29,8 +27,6 @@ from apps.work.domain.assignments import (
 from apps.work.domain.states import Outcome, ServerState, ValidateState
 from apps.work.models import Result, Workunit
 from apps.work.services.create import results_create
-
-logger = logging.getLogger(__name__)
 
 # Open assignments looked at per RPC (the rest wait for the host's next request), and
 # targeted workunits locked at a time.
@@ -122,7 +118,9 @@ def _send(dispatcher: Dispatcher, workunits: dict[int, Workunit], multi_of: dict
 
 def _assigned_to_host(dispatcher: Dispatcher) -> dict[int, bool]:
     """The workunits assigned to this host, its user or team, or to all hosts, that the host
-    has no result of and that still need one: workunit id -> broadcast, in assignment order. Assignments whose
+    has no result of and that still need one: workunit id -> broadcast, in assignment order.
+    Hand-written SQL, as the RPC's other queries (the ORM would spend longer building it,
+    with its OR of targets and counting subquery, than the database running it). Assignments whose
     workunit was purged are dropped, as BOINC drops them."""
     ctx = dispatcher.ctx
     host, account = ctx.host, ctx.account

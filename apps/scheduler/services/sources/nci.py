@@ -25,6 +25,7 @@ def send_nci_work(dispatcher: Dispatcher) -> None:
         return
     host = dispatcher.ctx.host
     assert host is not None
+    # Hand-written, as the RPC's other queries: one index range per host (result_host_state).
     busy = {
         app_id
         for (app_id,) in fetch_rows(
