@@ -255,6 +255,15 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("peak_swap_size", DOUBLE),
         ("peak_disk_usage", DOUBLE),
     ],
+    "assignment": [
+        ("id", "integer not null auto_increment"),
+        ("create_time", INT),
+        ("target_id", INT),
+        ("target_type", INT),
+        ("multi", TINY),
+        ("workunitid", INT),
+        ("resultid", INT),
+    ],
     "credit_user": [
         ("userid", INT),
         ("appid", INT),

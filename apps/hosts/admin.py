@@ -55,6 +55,7 @@ class HostAdmin(admin.ModelAdmin):
         "total_credit",
         "expavg_credit",
         "rpc_time",
+        "blacklisted",
     ]
     list_filter = ["project", "os_name", "blacklisted"]
     search_fields = ["=id", "domain_name", "host_cpid", "account__name"]
@@ -70,7 +71,18 @@ class HostAdmin(admin.ModelAdmin):
         "avg_turnaround",
     ]
     inlines = [HostCoprocInline, HostAppVersionInline]
+    actions = ["block", "unblock"]
     show_full_result_count = False
+
+    @admin.action(description="Block (the scheduler refuses these hosts)", permissions=["change"])
+    def block(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        n = services.hosts_block(ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, f"{n} host(s) blocked.", messages.SUCCESS)
+
+    @admin.action(description="Unblock", permissions=["change"])
+    def unblock(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        n = services.hosts_block(ids=list(queryset.values_list("id", flat=True)), blocked=False)
+        self.message_user(request, f"{n} host(s) unblocked.", messages.SUCCESS)
 
 
 @admin.register(HostAppVersion)

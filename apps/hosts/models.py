@@ -56,7 +56,11 @@ class Host(models.Model):
     expavg_time = models.FloatField(default=0)
     avg_turnaround = models.FloatField(default=0)
     credit_per_cpu_sec = models.FloatField(default=0)
-    blacklisted = models.BooleanField(default=False, help_text="BOINC's max_results_day = -1")
+    blacklisted = models.BooleanField(
+        "blocked",
+        default=False,
+        help_text="The scheduler refuses this host and sends it no work (BOINC's max_results_day = -1)",
+    )
     last_rpc_day = models.DateField(null=True, blank=True, help_text="For the daily job counters")
 
     class Meta:

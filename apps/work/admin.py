@@ -4,11 +4,11 @@ from django.contrib import admin, messages
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from apps.core.admin_base import indexed_search
+from apps.core.admin_base import RecordAdmin, indexed_search
 from apps.projects.models import Project
 from apps.work import services
 from apps.work.domain.result_status import task_state_of, task_status_text
-from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 
 
 class ResultInline(admin.TabularInline):
@@ -178,3 +178,16 @@ class OutputFileAdmin(admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[OutputFile], search_term: str
     ) -> tuple[QuerySet[OutputFile], bool]:
         return indexed_search(queryset, search_term, numbers=("id", "result_id")), False
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(RecordAdmin):
+    """Targeted and broadcast jobs (read-only: made by work creation and the import)."""
+
+    list_display = ["workunit", "target_type", "target_id", "multi", "create_time"]
+    list_filter = ["project", "target_type", "multi"]
+    search_fields = ["=target_id"]
+    search_help_text = "A host, account or team id."
+    list_select_related = ["workunit"]
+    raw_id_fields = ["workunit"]
+    show_full_result_count = False

@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from apps.applications.admin_fields import app_choices, app_label
+from apps.work.domain.assignments import target_from_options
 from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, WorkError, workunits_create
 
@@ -33,6 +34,39 @@ class CreateWorkForm(forms.Form):
     priority = forms.IntegerField(initial=0)
     batch = forms.IntegerField(min_value=0, initial=0)
     command_line = forms.CharField(max_length=1000, required=False)
+    target = forms.ChoiceField(
+        choices=[
+            ("", "any host (ordinary jobs)"),
+            ("target_host", "only this host"),
+            ("target_user", "only hosts of this user"),
+            ("target_team", "only hosts of this team's members"),
+            ("broadcast", "broadcast: every host, once"),
+            ("broadcast_user", "broadcast: every host of this user, once"),
+            ("broadcast_team", "broadcast: every host of this team's members, once"),
+        ],
+        required=False,
+        help_text="BOINC's targeted and broadcast jobs",
+    )
+    target_id = forms.IntegerField(
+        min_value=1, required=False, help_text="The host, user (account) or team id the target names"
+    )
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        kind = data.get("target") or ""
+        options: dict[str, object] = {}
+        if kind == "broadcast":
+            options["broadcast"] = True
+        elif kind:
+            if data.get("target_id") is None:
+                self.add_error("target_id", "This target needs the id of its host, user or team.")
+                return data
+            options[kind] = data["target_id"]
+        try:
+            data["target_spec"] = target_from_options(options)
+        except ValueError as exc:
+            self.add_error("target_id", str(exc))
+        return data
 
 
 def create_work_view(request: HttpRequest) -> HttpResponse:
@@ -65,6 +99,7 @@ def create_work_view(request: HttpRequest) -> HttpResponse:
                     target_nresults=data["target_nresults"],
                     priority=data["priority"],
                     batch=data["batch"],
+                    target=data.get("target_spec"),
                 )
                 for i in range(data["count"])
             ]

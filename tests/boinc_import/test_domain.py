@@ -22,6 +22,7 @@ from apps.boinc_import.domain import (
     map_app,
     map_app_credit,
     map_app_version,
+    map_assignment,
     map_host,
     map_host_app_version,
     map_result,
@@ -506,3 +507,10 @@ def test_missing_tables_and_columns_are_named():
 )
 def test_known_db_revisions(revision, problem):
     assert (db_revision_problem(revision) is not None) is problem
+
+
+def test_a_targeted_assignment_for_no_one_is_refused():
+    workunits = IdMap(imported={11})
+    row = {"workunitid": 11, "target_type": 0, "target_id": 0, "multi": 0, "create_time": 0}
+    with pytest.raises(RowRefused, match="never sent"):
+        map_assignment(row, now=0.0, workunits=workunits, hosts=IdMap(), users=IdMap(), teams=IdMap())

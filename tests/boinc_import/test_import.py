@@ -21,8 +21,9 @@ from apps.hosts.models import DeletedHost, Host, HostAppVersion
 from apps.projects.models import Platform, Project
 from apps.protocol.filenames import partial_upload_name
 from apps.volunteers.models import Account, DeletedAccount, Team
+from apps.work.domain.assignments import TargetType
 from apps.work.domain.states import Outcome, ServerState
-from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from tests.boinc_import.boinc_db import BoincDb
 from tests.boinc_import.conftest import (
     APP_BYTES,
@@ -62,6 +63,7 @@ IMPORTED_MODELS = (
     WorkunitFileRef,
     Result,
     OutputFile,
+    Assignment,
 )
 
 
@@ -222,6 +224,24 @@ def test_only_work_in_progress_is_imported_with_its_files(boinc_db, standard, pr
     wu = Workunit.objects.get(name="wu_fresh")
     assert wu.output_files[0]["open_name"] == "out"
     assert wu.output_files[0]["max_nbytes"] == 10_000
+
+
+def test_assignments_of_work_in_progress_keep_their_targets(boinc_db, standard, project_dir):
+    boinc_db.add("assignment", id=1, target_type=1, target_id=standard.host_id, workunitid=11)
+    boinc_db.add("assignment", id=2, target_type=3, target_id=standard.team_id, multi=1, workunitid=12)
+    boinc_db.add("assignment", id=3, target_type=2, target_id=standard.ada.id, workunitid=13)  # assimilated
+    import_boinc(boinc_db, project_dir)
+    assert sorted(Assignment.objects.values_list("workunit__name", "target_type", "target_id", "multi")) == [
+        ("wu_fresh", TargetType.TEAM, standard.team_id, True),
+        ("wu_running", TargetType.HOST, standard.host_id, False),
+    ]
+
+
+def test_an_assignment_whose_target_was_not_imported_is_refused(boinc_db, standard, project_dir):
+    boinc_db.add("assignment", id=1, target_type=1, target_id=999, workunitid=11)
+    import_boinc(boinc_db, project_dir)
+    assert Assignment.objects.count() == 0
+    assert ("assignment", 1, True, "its target host 999 was not imported") in stored_issues()
 
 
 def test_a_reported_results_upload_to_the_old_server_is_received_here(boinc_db, standard, project_dir):
@@ -399,6 +419,7 @@ TABLES_IN_ORDER = [
     "workunit",
     "result",
     "canonical result",
+    "assignment",
 ]
 
 
@@ -427,6 +448,7 @@ def test_the_operator_sees_progress_per_table_then_a_summary(boinc_db, standard,
         "workunit": (2, 2),
         "result": (2, 2),
         "canonical result": (0, 0),
+        "assignment": (0, 0),
     }
     # The first batch is shown at once, then a line every few seconds and the last.
     user = [done for table, done, _ in progress if table == "user"]
@@ -437,11 +459,11 @@ def test_the_operator_sees_progress_per_table_then_a_summary(boinc_db, standard,
     header = lines.index(next(line for line in lines if line.split()[:2] == ["table", "read"]))
     assert header > max(i for i, line in enumerate(lines) if PROGRESS_LINE.match(line))
     assert lines[header].split() == ["table", "read", "imported", "refused", "changed", "seconds", "rows/s"]
-    summary = {line.split()[0]: line.split()[1:5] for line in lines[header + 1 : header + 16]}
+    summary = {line.split()[0]: line.split()[1:5] for line in lines[header + 1 : header + 17]}
     assert summary["user"] == ["23", "22", "1", "20"]  # the 20 new users have no password
     assert summary["host"] == ["1", "1", "0", "0"]
     assert summary["result"] == ["2", "2", "0", "0"]
-    assert re.fullmatch(r"total \d+\.\d s", lines[header + 16])
+    assert re.fullmatch(r"total \d+\.\d s", lines[header + 17])
     assert "refused user 3: email_addr 'not an email': not a valid email address" in lines
     assert "20 rows imported with a change (-v 2 lists them)" in lines
     assert lines[-1] == "Project oldproj: http://boinc.example.org/oldproj/"

@@ -211,6 +211,7 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
             "peak_working_set_size",
         }
     ),
+    "assignment": frozenset({"id", "create_time", "target_id", "target_type", "multi", "workunitid"}),
     "credit_user": frozenset({"userid", "appid", "njobs", "total", "expavg", "expavg_time", "credit_type"}),
     "credit_team": frozenset({"teamid", "appid", "njobs", "total", "expavg", "expavg_time", "credit_type"}),
     "user_deleted": frozenset({"userid", "public_cross_project_id", "create_time"}),

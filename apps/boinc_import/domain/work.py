@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from apps.applications.domain.job_bounds import job_bounds_problems
 from apps.boinc_import.domain.hosts import VersionRef
@@ -25,6 +26,7 @@ from apps.boinc_import.domain.values import (
 )
 from apps.core.domain.resources import ANONYMOUS_CODES, ProcType
 from apps.protocol import StoredDoc
+from apps.work.domain.assignments import TargetType
 from apps.work.domain.states import (
     AssimilateState,
     ClientState,
@@ -312,3 +314,38 @@ def _state(row: Row, column: str, enum: type) -> int:
     if value not in _VALUES[enum]:
         raise RowRefused(f"{column} = {value} is not one of BOINC's values")
     return value
+
+
+def map_assignment(
+    row: Row, *, now: float, workunits: IdMap, hosts: IdMap, users: IdMap, teams: IdMap
+) -> Mapped:
+    """A targeted or broadcast job's assignment, its workunit and target mapped to their
+    imported rows (a target that was not imported would send the job to the wrong host)."""
+    wuid = integer(row, "workunitid")
+    workunit_id = workunits.target(wuid)
+    if workunit_id is None:
+        raise RowRefused(f"its workunit {wuid} was not imported")
+    try:
+        kind = TargetType(integer(row, "target_type"))
+    except ValueError:
+        raise RowRefused(f"target_type {row['target_type']} is none of BOINC's (0 to 3)") from None
+    multi = flag(row, "multi")
+    source = integer(row, "target_id")
+    if kind is TargetType.NONE:
+        if not multi:
+            raise RowRefused("a targeted job with no host, user or team is never sent (BOINC sends none)")
+        target_id = 0
+    else:
+        ids = {TargetType.HOST: hosts, TargetType.USER: users, TargetType.TEAM: teams}[kind]
+        found = ids.target(source)
+        if found is None:
+            raise RowRefused(f"its target {kind.name.lower()} {source} was not imported")
+        target_id = found
+    values = {
+        "workunit_id": workunit_id,
+        "target_type": int(kind),
+        "target_id": target_id,
+        "multi": multi,
+        "create_time": unix_time(row, "create_time", now=now) or datetime.fromtimestamp(now, UTC),
+    }
+    return Mapped(values, [])

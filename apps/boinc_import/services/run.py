@@ -7,8 +7,8 @@ A pass:
 2. creates the Cobblestone project (first run) or finds the one an earlier run made;
 3. imports, in dependency order, platforms, apps and app versions (with files), teams,
    users, team founders, per-app credit, deleted users, hosts, host_app_version records,
-   deleted hosts, workunits still in progress (with input files) and their results (with
-   output files, and canonical results);
+   deleted hosts, workunits still in progress (with input files), their results (with
+   output files, and canonical results) and their assignments (targeted and broadcast jobs);
 4. marks the import finished and refreshes the planner's statistics.
 
 Each table resumes after its checkpoint and retries the rows an earlier run refused, so a
@@ -52,6 +52,7 @@ STEPS: tuple[Callable[[ImportRun], None], ...] = (
     hosts.deleted_hosts_import,
     work.workunits_import,
     work.results_import,
+    work.assignments_import,
 )
 
 

@@ -21,6 +21,7 @@ from apps.boinc_import.domain import (
     Row,
     RowRefused,
     file_name_check,
+    map_assignment,
     map_result,
     map_workunit,
     output_files,
@@ -32,7 +33,7 @@ from apps.boinc_import.services.target import rows_insert
 from apps.core.db import execute_many
 from apps.protocol import ProtocolError, StoredDoc, parse_stored_doc
 from apps.protocol.filenames import partial_upload_name
-from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.services.create import OutputSpec, WorkError
 from apps.work.services.templates import load_output_template, outputs_from_template
 
@@ -440,3 +441,50 @@ def _canonical_results(run: ImportRun, result_offset: int) -> None:
     stats = run.table_stats("canonical result")
     stats.read, stats.imported = len(rows), len(pairs)
     run.progress("canonical result", len(rows), len(rows))
+
+
+def assignments_import(run: ImportRun) -> None:
+    """Targeted and broadcast jobs of the workunits imported (one assignment a workunit)."""
+    taken: set[int] = set()
+
+    def check(rows: list[tuple[Row, Mapped]]) -> dict[int, str]:
+        wanted = {m.values["workunit_id"] for _, m in rows} - taken
+        if wanted and run.project.pk is not None:
+            taken.update(
+                Assignment.objects.filter(workunit_id__in=wanted).values_list("workunit_id", flat=True)
+            )
+        refused = {}
+        for row, mapped in rows:
+            wu_id = mapped.values["workunit_id"]
+            if wu_id in taken:
+                refused[row["id"]] = (
+                    "its workunit already has an assignment (Cobblestone keeps one a workunit)"
+                )
+            taken.add(wu_id)
+        return refused
+
+    def write(rows: list[tuple[Row, Mapped]]) -> None:
+        rows_insert(Assignment, [{**m.values, "project_id": run.project.pk} for _, m in rows])
+
+    table_import(
+        run,
+        KeyedTable(
+            table="assignment",
+            query=TableQuery(
+                select="a.id, a.create_time, a.target_id, a.target_type, a.multi, a.workunitid",
+                from_="assignment a JOIN workunit w ON w.id = a.workunitid",
+                key="a.id",
+                where=IN_PROGRESS_WORKUNITS,
+            ),
+            map_row=lambda row: map_assignment(
+                row,
+                now=run.now_unix,
+                workunits=run.workunits,
+                hosts=run.hosts,
+                users=run.users,
+                teams=run.teams,
+            ),
+            write=write,
+            check=check,
+        ),
+    )

@@ -12,7 +12,7 @@ from apps.core.domain.resources import ProcType
 from apps.core.metrics import jobs_dispatched_count
 from apps.core.stages import stage
 from apps.projects.models import Project
-from apps.protocol import SchedulerReply, SchedulerRequest
+from apps.protocol import MessagePriority, ReplyMessage, SchedulerReply, SchedulerRequest
 from apps.scheduler.domain.policy import WorkNeed
 from apps.scheduler.services.aborts import results_to_abort
 from apps.scheduler.services.catalog import project_catalog
@@ -38,6 +38,10 @@ from apps.scheduler.services.versions import (
 logger = logging.getLogger(__name__)
 
 BAD_AUTHENTICATOR = "Invalid or missing account key.  To fix, remove and add this project."
+# BOINC's answer to a host its project blocked: this message, a day's delay, nothing else
+# (its reports are not taken either; the client keeps them).
+BLOCKED_HOST = "Not accepting requests from this host"
+BLOCKED_HOST_DELAY = 86400
 
 
 def scheduler_request_handle(
@@ -48,7 +52,8 @@ def scheduler_request_handle(
     1. a stopped scheduler answers "project is down" and nothing else;
     2. authenticate by the account key; an unknown key gets BOINC's message and a long delay;
     3. identify (or create) the host and record its hardware; a client that attached again
-       (found by host_cpid) has dropped its tasks, which end at once (services.lost);
+       (found by host_cpid) has dropped its tasks, which end at once (services.lost); a
+       blocked host gets BOINC's refusal and a day's delay, and nothing else is done;
     4. apply and acknowledge reported results;
     5. tell the host which of its results to abort;
     6. resend the host's lost results (resend_lost_results), or else send work, per
@@ -81,6 +86,15 @@ def scheduler_request_handle(
             # other's committed results: take them one at a time.
             advisory_xact_lock(f"scheduler.user:{ctx.account.pk}")
         ctx.host = host_identify(ctx)
+        if ctx.host.blacklisted:
+            logger.info("scheduler %s: blocked host %s refused", project.slug, ctx.host.pk)
+            return SchedulerReply(
+                scheduler_version=720,
+                project_name=project.name,
+                master_url=project.master_url,
+                messages=(ReplyMessage(text=BLOCKED_HOST, priority=MessagePriority.LOW),),
+                request_delay=BLOCKED_HOST_DELAY,
+            )
         ctx.apps = project_catalog(project).apps
         host_app_versions_lock(ctx)
         # Before reports: a re-attached client dropped its tasks. After the host_app_version
@@ -110,9 +124,7 @@ def scheduler_request_handle(
     return reply
 
 
-def _notice(text: str):  # type: ignore[no-untyped-def]
-    from apps.protocol import MessagePriority, ReplyMessage
-
+def _notice(text: str) -> ReplyMessage:
     return ReplyMessage(text=text, priority=MessagePriority.NOTICE)
 
 

@@ -20,6 +20,8 @@ from apps.core.db import ModelColumns, fetch_rows
 from apps.core.domain.resources import ProcType
 from apps.projects.models import Project
 from apps.sequences.models import WorkSequence
+from apps.work.models import Assignment
+from apps.work.services.assignments import assignments_created
 
 TTL_SECONDS = 10.0
 
@@ -41,6 +43,8 @@ class ProjectCatalog:
     platform_resources: dict[str, frozenset[ProcType]]
     plan_classes: tuple[PlanClass, ...]
     uses_sequences: bool
+    # Whether the project has targeted or broadcast jobs: if not, the RPC asks nothing about them.
+    has_assignments: bool
     loaded_at: float
     project_created: datetime
 
@@ -76,6 +80,7 @@ def project_catalog(project: Project) -> ProjectCatalog:
         platform_resources=_platform_resources(current),
         plan_classes=tuple(PlanClass.objects.filter(project_id=project_id)),
         uses_sequences=WorkSequence.objects.filter(project_id=project_id).exists(),
+        has_assignments=Assignment.objects.filter(project_id=project_id).exists(),
         loaded_at=now,
         project_created=project.create_time,
     )
@@ -129,6 +134,12 @@ def _clear_for(sender: type, instance: object, **kwargs: object) -> None:
     catalog_clear(project_id)
 
 
-for _model in (App, AppVersion, AppFile, PlanClass, WorkSequence):
+def _clear_for_project(sender: type, project_id: int, **kwargs: object) -> None:
+    catalog_clear(project_id)
+
+
+assignments_created.connect(_clear_for_project, dispatch_uid="catalog-assignments-created")
+
+for _model in (App, AppVersion, AppFile, PlanClass, WorkSequence, Assignment):
     post_save.connect(_clear_for, sender=_model, dispatch_uid=f"catalog-{_model.__name__}-save")
     post_delete.connect(_clear_for, sender=_model, dispatch_uid=f"catalog-{_model.__name__}-delete")

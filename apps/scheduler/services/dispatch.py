@@ -67,28 +67,26 @@ SEND_FIELDS = (
 # them); the rest (dates, stderr, credit, the workunit's JSON) would cost a conversion per
 # row. A field left out loads on first access, one query per row: the statement-count
 # test in tests/scheduler catches that.
+# The workunit columns a send and the reply read (the assigned-jobs source reads them too).
+CANDIDATE_WORKUNIT_FIELDS = (
+    "id",
+    "project",
+    "app",
+    "name",
+    "command_line",
+    "rsc_fpops_est",
+    "rsc_fpops_bound",
+    "rsc_memory_bound",
+    "rsc_disk_bound",
+    "delay_bound",
+    "error_mask",
+    "locality_file_name",
+    "sequence",
+    "sequence_index",
+)
 CANDIDATE_COLUMNS = (
     ModelColumns(Result, "r", ("id", "project", "app", "workunit", "name", "priority", "server_state")),
-    ModelColumns(
-        Workunit,
-        "w",
-        (
-            "id",
-            "project",
-            "app",
-            "name",
-            "command_line",
-            "rsc_fpops_est",
-            "rsc_fpops_bound",
-            "rsc_memory_bound",
-            "rsc_disk_bound",
-            "delay_bound",
-            "error_mask",
-            "locality_file_name",
-            "sequence",
-            "sequence_index",
-        ),
-    ),
+    ModelColumns(Workunit, "w", CANDIDATE_WORKUNIT_FIELDS),
 )
 # Candidate rows read (and locked) per query, growing when many are skipped (infeasible,
 # or replicas already on this host). The first two are sized to the request instead
@@ -380,10 +378,12 @@ def send_general_work(dispatcher: Dispatcher) -> None:
     the scan at once: a host at its quota costs a window, not the whole queue.
     """
     ctx, need = dispatcher.ctx, dispatcher.need
+    apps = dispatcher.versions.apps
+    # Jobs of non-CPU-intensive apps go out one per host, by their own source (as BOINC).
     live_apps = {
         app_id
         for app_id, options in dispatcher.versions.options.items()
-        if any(need.needs(o.proc_type) for o in options)
+        if any(need.needs(o.proc_type) for o in options) and not apps[app_id].non_cpu_intensive
     }
     after: tuple[int, int] | None = None
     for i, scheduled in enumerate(CANDIDATE_WINDOWS):
@@ -394,7 +394,7 @@ def send_general_work(dispatcher: Dispatcher) -> None:
         # do not suit still looks as deep into the queue.
         sized = window_for_need(dispatcher, live_apps) if i < 2 else None
         window_size = scheduled if sized is None else _window_step(sized << i)
-        window = _candidates(ctx, sorted(live_apps), after, window_size)
+        window = unsent_window(ctx, sorted(live_apps), after, window_size)
         if not window:
             return
         after = (window[-1].priority, window[-1].id)
@@ -453,7 +453,7 @@ def _remember_job_sizes(window: list[Result]) -> None:
     _typical_fpops.update(smallest)
 
 
-def _candidates(
+def unsent_window(
     ctx: RpcContext, app_ids: list[int], after: tuple[int, int] | None, limit: int
 ) -> list[Result]:
     """One window of unsent results (with their workunits), locked, in dispatch order.

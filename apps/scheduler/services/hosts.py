@@ -110,6 +110,8 @@ def host_identify(ctx: RpcContext) -> Host:
     lower rpc_seqno means the client's state file was copied to another computer, so
     that computer gets a new host record. A request without hostid first tries the
     account's host with the same host_cpid (a re-attach), then creates one.
+
+    A blocked host is returned as found, with nothing written: the caller refuses it.
     """
     req, account = ctx.req, ctx.account
     assert account is not None
@@ -126,6 +128,10 @@ def host_identify(ctx: RpcContext) -> Host:
             .first()
         )
         ctx.reattached = host is not None
+    if host is not None and host.blacklisted:
+        # Refused before anything is recorded, as BOINC refuses a blocked host.
+        ctx.host = host
+        return host
     if host is None:
         # A new computer starts in the volunteer's default location (BOINC's user.venue).
         host = Host(project=ctx.project, account=account, venue=account.venue)

@@ -146,7 +146,9 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
         if wu.app_id not in apps:
             app = ctx.apps.get(wu.app_id) or result.app
             apps[wu.app_id] = AppDesc(
-                name=app.name, user_friendly_name=xml_safe_text(app.user_friendly_name or app.name)
+                name=app.name,
+                user_friendly_name=xml_safe_text(app.user_friendly_name or app.name),
+                non_cpu_intensive=app.non_cpu_intensive,
             )
         app_name = apps[wu.app_id].name
         if result.app_version_id and result.app_version_id not in app_versions:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.work.domain.assignments import TARGET_OPTIONS, target_from_options
 from apps.work.models import Result, Workunit
 from apps.work.services.create import (
     INT32_MAX,
@@ -95,6 +96,10 @@ def _replicas(minimum: int) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=minimum, max_value=MAX_REPLICAS, required=False)
 
 
+def _target_id() -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+
+
 class JobSpecSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=MAX_WORKUNIT_NAME_BYTES, required=False, allow_blank=True)
     command_line = serializers.CharField(max_length=1000, required=False, allow_blank=True)
@@ -114,6 +119,22 @@ class JobSpecSerializer(serializers.Serializer):
     batch = serializers.IntegerField(min_value=0, max_value=INT32_MAX, required=False, default=0)
     inputs = InputSpecSerializer(many=True, required=False, default=list)
     outputs = OutputSpecSerializer(many=True, required=False)
+    # create_work's targeted and broadcast jobs: at most one of these.
+    target_host = _target_id()
+    target_user = _target_id()
+    target_team = _target_id()
+    broadcast = serializers.BooleanField(required=False, default=False, help_text="One result for every host")
+    broadcast_user = _target_id()
+    broadcast_team = _target_id()
+
+    def validate(self, attrs: dict) -> dict:
+        try:
+            attrs["target"] = target_from_options(
+                {k: attrs.pop(k, None) for k in [*TARGET_OPTIONS, "broadcast"]}
+            )
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        return attrs
 
 
 class BatchCreateSerializer(serializers.Serializer):

@@ -119,6 +119,7 @@ def job_spec(data: dict, scratch: Path) -> JobSpec:
         name=data.get("name", ""),
         inputs=tuple(inputs),
         outputs=outputs,
+        target=data.get("target"),
         **{k: data[k] for k in keys if k in data},
     )
 

@@ -26,9 +26,11 @@ from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
 from apps.protocol import xml_safe_text
 from apps.protocol.filenames import MAX_FILE_NAME_BYTES, is_safe_file_name
+from apps.work.domain.assignments import Target
 from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
 from apps.work.domain.states import FileDeleteState, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.services.assignments import assignments_create, targets_missing, transitioner_flags_for
 
 
 class WorkError(ValueError):
@@ -140,6 +142,8 @@ class JobSpec:
     max_success_results: int | None = None
     priority: int = 0
     batch: int = 0
+    # Only for this host, user or team, or broadcast (BOINC's --target_* and --broadcast*).
+    target: Target | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -500,6 +504,9 @@ def workunits_create(
     now = now or clock.now()
     names = [job.name or _default_name(app, now, n) for n, job in enumerate(jobs)]
     _names_unique(names)
+    missing = targets_missing(project, [job.target for job in jobs if job.target is not None])
+    if missing:
+        raise WorkError(missing)
     created: list[Workunit] = []
     copied: list[Path] = []
     try:
@@ -508,10 +515,18 @@ def workunits_create(
                 created.append(_create_one(project, app, job, name, now, copied))
                 if progress is not None:
                     progress(1)
+            assigned = [(wu, job.target) for wu, job in zip(created, jobs, strict=True) if job.target]
+            assignments_create(project=project, jobs=assigned)
             if create_results:
-                # All the first results in one INSERT (and their output files in another).
+                # All the first results in one INSERT (and their output files in another); the
+                # scheduler makes those of targeted and broadcast jobs when it sends them.
                 results_create(
-                    new=[(wu, f"{wu.name}_{i}") for wu in created for i in range(wu.target_nresults)],
+                    new=[
+                        (wu, f"{wu.name}_{i}")
+                        for wu, job in zip(created, jobs, strict=True)
+                        if job.target is None
+                        for i in range(wu.target_nresults)
+                    ],
                     upload_keys={project.id: project.upload_private_key},
                 )
     except IntegrityError as exc:
@@ -593,6 +608,11 @@ def _create_one(
     values = _resolve(app, job)
     _check_bounds(values, app=app, job=job)
     _job_check(job, name)
+    extra = dict(job.extra)
+    if job.target is not None:
+        if "transitioner_flags" in extra or "sequence" in extra:
+            raise WorkError(f"workunit {name!r}: a work-sequence step cannot be targeted or broadcast")
+        extra["transitioner_flags"] = transitioner_flags_for(job.target)
     inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]
     locality_file = _locality_file(project, name, inputs) if project.locality_scheduling else ""
     wu = Workunit.objects.create(
@@ -607,7 +627,7 @@ def _create_one(
         locality_file_name=locality_file,
         transition_time=now,
         **values,
-        **job.extra,
+        **extra,
     )
     WorkunitFileRef.objects.bulk_create(
         WorkunitFileRef(

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.applications.models import App
 from apps.core.progress import Progress
 from apps.projects.models import Project
+from apps.work.domain.assignments import TARGET_OPTIONS, target_from_options
 from apps.work.services import JobSpec, WorkError, workunits_create
 from apps.work.services.templates import job_from_templates, load_input_template, load_output_template
 
@@ -40,6 +41,10 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--{opt}", type=float)
     for opt in INT_OPTS:
         parser.add_argument(f"--{opt}", type=int)
+    targets = parser.add_argument_group("targeted and broadcast jobs (at most one)")
+    for opt in TARGET_OPTIONS:
+        targets.add_argument(f"--{opt}", type=int, metavar="ID")
+    targets.add_argument("--broadcast", action="store_true", default=None, help="one result for every host")
     parser.add_argument("infiles", nargs="*", help="input files, in the input template's order")
 
 
@@ -50,13 +55,18 @@ def job_options(ns: argparse.Namespace) -> dict[str, object]:
     for key, value in options.items():
         if isinstance(value, int | float) and (value != value or value < 0):
             raise CommandError(f"--{key} must be a non-negative number")
+    try:
+        options["target"] = target_from_options(vars(ns))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
     return options
 
 
 class Command(BaseCommand):
     help = (
         "Create jobs: create_work --project SLUG --appname NAME [--wu_name NAME] [--wu_template F] "
-        "[--result_template F] [--rsc_fpops_est X ...] [--stdin] [INPUT_FILE ...]"
+        "[--result_template F] [--rsc_fpops_est X ...] [--target_host ID | --target_user ID | "
+        "--target_team ID | --broadcast | --broadcast_user ID | --broadcast_team ID] [--stdin] [INPUT_FILE ...]"
     )
 
     def add_arguments(self, parser: Any) -> None:

@@ -1,0 +1,43 @@
+"""Non-CPU-intensive apps: one job of each such app per host (BOINC's send_nci).
+
+Such an app (a monitor, a network probe) runs beside the host's computing and is flagged to
+the client in its ``<app>``. A host gets a job of one only while it has none in progress;
+the general source never sends them.
+"""
+
+from __future__ import annotations
+
+from apps.core.db import fetch_rows, placeholders
+from apps.scheduler.services.dispatch import Dispatcher, unsent_window
+from apps.work.domain.states import ServerState
+
+
+def send_nci_work(dispatcher: Dispatcher) -> None:
+    """A job of each non-CPU-intensive app this host can run and has none of (no query when
+    the project has no such app)."""
+    versions = dispatcher.versions
+    apps = [
+        app_id
+        for app_id, options in sorted(versions.options.items())
+        if options and versions.apps[app_id].non_cpu_intensive
+    ]
+    if not apps:
+        return
+    host = dispatcher.ctx.host
+    assert host is not None
+    # Hand-written, as the RPC's other queries: one index range per host (result_host_state).
+    busy = {
+        app_id
+        for (app_id,) in fetch_rows(
+            f"SELECT DISTINCT app_id FROM work_result WHERE host_id = %s"
+            f" AND server_state = {int(ServerState.IN_PROGRESS)} AND app_id IN ({placeholders(apps)})",
+            [host.id, *apps],
+        )
+    }
+    for app_id in apps:
+        if app_id in busy or not dispatcher.need.work_needed():
+            continue
+        # The jobs of such an app are alike: if the first cannot go, none can.
+        window = unsent_window(dispatcher.ctx, [app_id], None, 1)
+        if window:
+            dispatcher.try_send(window[0])
