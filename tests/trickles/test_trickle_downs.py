@@ -115,3 +115,7 @@ def test_the_admin_lists_trickle_ups(volunteer, operator):
 
     assert response.status_code == 200
     assert b"progress" in response.content
+
+
+def test_the_api_answers_404_for_an_unknown_project(operator):
+    assert operator.get("/api/v1/projects/nosuch/trickle_ups/").status_code == 404

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
@@ -10,7 +9,6 @@ from rest_framework.response import Response
 
 from apps.core import clock
 from apps.core.api.schema import BAD_REQUEST, FORBIDDEN, NOT_FOUND
-from apps.projects.models import Project
 from apps.trickles.api.serializers import (
     MsgFromHostSerializer,
     MsgToHostSerializer,
@@ -18,10 +16,13 @@ from apps.trickles.api.serializers import (
 )
 from apps.trickles.models import MsgFromHost, MsgToHost
 from apps.trickles.services import TrickleError, trickle_down_create
+from apps.work.api.views import ProjectScopedMixin
 
 
-@extend_schema_view(list=extend_schema(responses={200: MsgFromHostSerializer(many=True), 403: FORBIDDEN}))
-class TrickleUpViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+@extend_schema_view(
+    list=extend_schema(responses={200: MsgFromHostSerializer(many=True), 403: FORBIDDEN, 404: NOT_FOUND})
+)
+class TrickleUpViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Trickle-ups received from a project's hosts, newest first (``?handled=0`` for the
     unhandled ones, ``?host=ID``, ``?variety=V``)."""
 
@@ -32,8 +33,10 @@ class TrickleUpViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return MsgFromHost.objects.filter(project__slug=self.kwargs.get("slug", "")).order_by("-id")
 
 
-@extend_schema_view(list=extend_schema(responses={200: MsgToHostSerializer(many=True), 403: FORBIDDEN}))
-class TrickleDownViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+@extend_schema_view(
+    list=extend_schema(responses={200: MsgToHostSerializer(many=True), 403: FORBIDDEN, 404: NOT_FOUND})
+)
+class TrickleDownViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Trickle-downs of a project, newest first; POST one for a host's next reply."""
 
     serializer_class = MsgToHostSerializer
@@ -47,7 +50,7 @@ class TrickleDownViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         responses={201: MsgToHostSerializer, 400: BAD_REQUEST, 403: FORBIDDEN, 404: NOT_FOUND},
     )
     def create(self, request: Request, slug: str) -> Response:
-        project = get_object_or_404(Project, slug=slug)
+        project = self.project()
         data = TrickleDownCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
