@@ -134,7 +134,7 @@ def trickle_handle(*, message_id: int, now: datetime, final: bool = False) -> Ha
     """
     with transaction.atomic():
         message = (
-            MsgFromHost.objects.select_for_update(skip_locked=True)
+            MsgFromHost.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("result")
             .filter(id=message_id, handled=HandledState.UNHANDLED)
             .first()
