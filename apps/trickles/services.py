@@ -65,6 +65,7 @@ def trickles_to_send(*, host: Host, now: datetime) -> tuple[TrickleDown, ...]:
     )
     out: list[TrickleDown] = []
     sent: list[int] = []
+    last_time = 0
     for message in pending:
         name = message.result_name or running
         if not name:
@@ -74,7 +75,10 @@ def trickles_to_send(*, host: Host, now: datetime) -> tuple[TrickleDown, ...]:
         except ProtocolError as exc:
             logger.warning("trickle-down %s to host %s not sent: %s", message.pk, host.pk, exc)
             continue
-        out.append(TrickleDown(result_name=name, time=int(message.create_time.timestamp()), body=body))
+        # The client names the file it hands the task by this time: two of one second would
+        # overwrite each other.
+        last_time = max(int(message.create_time.timestamp()), last_time + 1)
+        out.append(TrickleDown(result_name=name, time=last_time, body=body))
         sent.append(message.pk)
     MsgToHost.objects.filter(id__in=sent).update(delivered=True, delivered_time=now)
     return tuple(out)

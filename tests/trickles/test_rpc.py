@@ -127,3 +127,15 @@ def test_a_trickle_down_naming_no_task_goes_to_the_task_in_progress(volunteer, p
 
     assert [t.result_name for t in reply.trickle_downs] == [volunteer.result.name]
     assert MsgToHost.objects.get().delivered
+
+
+def test_trickle_downs_of_one_second_go_out_with_distinct_times(volunteer, project):
+    now = clock.now()
+    for factor in (1, 2):
+        trickle_down_create(
+            project=project, host_id=volunteer.hostid, variety="v", body=f"<f>{factor}</f>", now=now
+        )
+
+    reply = volunteer.rpc()
+
+    assert len({t.time for t in reply.trickle_downs}) == 2
