@@ -176,3 +176,20 @@ def _mark(message: MsgFromHost, state: HandledState, now: datetime, error: str) 
     message.handled_time = now if state != HandledState.UNHANDLED else None
     message.save(update_fields=["handled", "attempts", "error", "handled_time"])
     return Handled(message.pk, state.label, error)
+
+
+def trickles_handle_pending(*, project: Project, now: datetime, variety: str = "") -> dict[str, int]:
+    """One pass over the project's unhandled trickle-ups (BOINC's trickle_handler
+    --one_pass), without Celery: each message's handler once, a failure left for later.
+    Returns how many messages ended in each state."""
+    pending = MsgFromHost.objects.filter(project=project, handled=HandledState.UNHANDLED)
+    if variety:
+        pending = pending.filter(variety=variety)
+    counts: dict[str, int] = {}
+    for message_id in pending.order_by("id").values_list("id", flat=True):
+        try:
+            state = trickle_handle(message_id=message_id, now=now).state
+        except TrickleRetry:
+            state = "retry"
+        counts[state] = counts.get(state, 0) + 1
+    return counts

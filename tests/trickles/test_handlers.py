@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import call_command
 
 from apps.core import clock
 from apps.trickles.models import HandledState, MsgFromHost, TrickleHandler
@@ -91,3 +94,14 @@ def test_the_task_retries_a_failing_handler_then_gives_up(message, settings):
     message.refresh_from_db()
     assert message.attempts == MAX_RETRIES + 1
     assert message.handled == HandledState.FAILED
+
+
+def test_handle_trickles_runs_the_handlers_once_over_the_unhandled_messages(message, volunteer):
+    _handler(message, "tests.trickles.handlers.record")
+    out = io.StringIO()
+
+    call_command("handle_trickles", "--project=sched", stdout=out)
+
+    message.refresh_from_db()
+    assert message.handled == HandledState.HANDLED
+    assert "1 handled" in out.getvalue()
