@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start the real parts the tests need, on loopback, in private directories:
 # PostgreSQL, Redis and MariaDB (a BOINC project's database, for the import tests), plus
-# the stock BOINC client, Debian's chromium and nginx, which the tests run as programs.
+# the stock BOINC client, Debian's chromium and nginx, which the tests run as programs, and
+# g++ with libboinc-app-dev, which build a BOINC API application for the client to run.
 # Installs missing Debian packages when running as root.
 # Writes the environment the tests read into var/services.env.
 # With CI set, a part that cannot be provided is a failure; otherwise it is
@@ -108,6 +109,15 @@ find_boinc() {
   say "BOINC client: $(boinc --version 2>/dev/null | head -1)"
 }
 
+find_boinc_app_dev() {
+  # A BOINC API application built in the trickle end-to-end test, as projects build theirs.
+  apt_install g++ libboinc-app-dev || return 1
+  [ -f /usr/include/boinc/boinc_api.h ] || { say "/usr/include/boinc/boinc_api.h missing"; return 1; }
+  command -v g++ >/dev/null || { say "g++ not found"; return 1; }
+  echo "COBBLESTONE_TEST_BOINC_APP_CXX=$(command -v g++)" >> "$ENV_FILE"
+  say "BOINC app build: $(g++ --version | head -1), libboinc-app-dev $(dpkg-query -W -f='${Version}' libboinc-app-dev)"
+}
+
 find_chromium() {
   apt_install chromium || return 1
   [ -x /usr/bin/chromium ] || { say "/usr/bin/chromium missing"; return 1; }
@@ -129,6 +139,7 @@ start_postgres || failures+=("PostgreSQL")
 start_redis || failures+=("Redis")
 start_mariadb || failures+=("MariaDB")
 find_boinc || failures+=("BOINC client")
+find_boinc_app_dev || failures+=("g++ and libboinc-app-dev")
 find_chromium || failures+=("Chromium")
 find_nginx || failures+=("nginx")
 

@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "apps.sequences",  # before apps.work: its create_work adds --sequence to work's
     "apps.work",
     "apps.locality",
+    "apps.trickles",
     "apps.scheduler",
     "apps.emulator",
     "apps.portal",

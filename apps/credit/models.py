@@ -70,3 +70,21 @@ class PlanClassScale(models.Model):
 
     def __str__(self) -> str:
         return f"{self.plan_class}: {self.scale:.4g}"
+
+
+class PartialCredit(models.Model):
+    """Credit already granted for a result before it was validated (partial credit by
+    trickle-up messages): the validation then grants only the rest of the job's credit.
+
+    Keyed by the result's id rather than a foreign key, as credit never depends on work.
+    """
+
+    result_id = models.BigIntegerField(unique=True)
+    app = models.ForeignKey("applications.App", on_delete=models.CASCADE, related_name="+")
+    credit = models.FloatField(default=0)
+    runtime = models.FloatField(default=0, help_text="Seconds of runtime credited so far")
+    grants = models.PositiveIntegerField(default=0)
+    update_time = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"result {self.result_id}: {self.credit:.2f}"

@@ -96,6 +96,7 @@ from apps.protocol.templates import (
     render_input_template,
     render_output_template,
 )
+from apps.protocol.trickles import trickle_down_body, trickle_leaf, trickle_number
 from apps.protocol.upload import (
     DATA_MARKER,
     MAX_UPLOAD_HEADER_BYTES,
@@ -237,6 +238,9 @@ __all__ = [
     "reply_to_dict",
     "request_from_dict",
     "request_to_dict",
+    "trickle_down_body",
+    "trickle_leaf",
+    "trickle_number",
     "upload_certificate_text",
     "xml_fragment_problem",
     "xml_safe_text",

@@ -190,12 +190,15 @@ class ReportedResult:
 
 @dataclass(frozen=True, slots=True)
 class TrickleUp:
-    """A ``<msg_from_host>``; ``body`` is its XML content, ``variety`` read from it."""
+    """A ``<msg_from_host>``; ``body`` is its XML content, ``variety`` read from it.
+
+    ``problem`` says why a body that was not XML was set aside (then ``body`` is empty)."""
 
     result_name: str = s_str()
     time: int = s_int(0, lo=0, hi=int(MAX_TIME))
     variety: str = s_custom("")
     body: str = s_custom("")
+    problem: str = s_custom("")
 
 
 @dataclass(frozen=True, slots=True)

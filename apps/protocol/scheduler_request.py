@@ -21,6 +21,7 @@ from apps.protocol.request_types import (
     TrickleUp,
 )
 from apps.protocol.schema import from_dict, from_xml, register_hooks, render_fields, scalar_names
+from apps.protocol.trickles import PROBLEM_ATTRIBUTE, malformed_trickles_set_aside
 from apps.protocol.xmlsafe import child_elements, inner_xml, leaf_text, parse_document, parse_fragment
 from apps.protocol.xmlwrite import Block, new_document, serialize
 
@@ -36,7 +37,7 @@ _COPROC_REQUEST = ("req_secs", "req_instances", "estimated_delay", "peak_flops")
 
 def parse_request(body: bytes, *, max_bytes: int) -> SchedulerRequest:
     """Parse a request body; anything malformed, hostile or out of range → ProtocolError."""
-    fixed = stderr_cdata_repaired(body)
+    fixed = malformed_trickles_set_aside(stderr_cdata_repaired(body), max_bytes=max_bytes)
     grown = len(fixed) - len(body) if fixed is not body else 0
     root = parse_document(fixed, root="scheduler_request", max_bytes=max_bytes + grown, scrub_controls=True)
     result: SchedulerRequest = from_xml(SchedulerRequest, root, "scheduler_request")
@@ -279,6 +280,9 @@ def _trickle_from_element(element: etree._Element, skip: frozenset[str]) -> dict
 
 
 def _trickle_from_xml(element: etree._Element, where: str) -> dict[str, Any]:
+    problem = element.get(PROBLEM_ATTRIBUTE)
+    if problem is not None:
+        return {"variety": "", "body": "", "problem": problem}
     return _trickle_from_element(element, frozenset({"result_name", "time"}))
 
 

@@ -242,10 +242,10 @@ def test_a_validator_claim_keeps_a_transition_time_already_due(project, app, ver
 # workunits and of their results. The pass: apps, the claim (SQLite: select and update, in a
 # savepoint pair inside the test's transaction). The batch (a savepoint pair here): the
 # host_app_versions' lock (PostgreSQL), results (locked), workunits, apps, output files;
-# host_app_versions, hosts, app versions, accounts, teams, per-app credit (both tables) and
-# their writes, the per-app and history inserts (every row is new here), history; the unsent
-# siblings, the results and the workunits.
-BATCH_STATEMENTS = {"sqlite": 29, "postgresql": 27}
+# host_app_versions, hosts, app versions, accounts, teams, per-app credit (both tables), the
+# partial credit trickles granted, and their writes, the per-app and history inserts (every
+# row is new here), history; the unsent siblings, the results and the workunits.
+BATCH_STATEMENTS = {"sqlite": 30, "postgresql": 28}
 
 
 @pytest.mark.parametrize(("workunits", "replicas"), [(1, 2), (1, 4), (6, 2)])

@@ -32,6 +32,7 @@ from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.credit.domain.stats import AppVersionStats, HostAppVersionStats
 from apps.credit.services.ledger import CREDIT_FIELDS, Ledger, add_credit
 from apps.credit.services.outcomes import HostOutcome
+from apps.credit.services.partial import partial_credit_of
 from apps.credit.services.rows import HAV_VALIDATOR_FIELDS, HavKey, hav_key, locked_havs, locked_rows
 from apps.hosts.models import Host, HostAppVersion
 
@@ -208,6 +209,8 @@ class _Batch:
     versions: dict[int, Model]
     av_stats: dict[int, AppVersionStats]
     ledger: Ledger
+    # Credit already granted by trickles, by result id: the validation grants the rest.
+    partial: dict[int, float]
     new_havs: dict[HavKey, HostAppVersion] = field(default_factory=dict)
     credited_versions: set[int] = field(default_factory=set)
 
@@ -233,6 +236,7 @@ class _Batch:
             versions=versions,
             av_stats={i: app_version_stats(v) for i, v in versions.items()},
             ledger=Ledger.load(app, (j.account_id for j in jobs), now),
+            partial=partial_credit_of([j.result_id for j in jobs]),
         )
 
     def judge(self, w: JudgedWorkunit) -> list[ResultCredit]:
@@ -314,10 +318,11 @@ class _Batch:
             add_credit(self.versions[version_id], credit, self.now)
             self.credited_versions.add(version_id)
         for job in jobs:
+            rest = max(amount - self.partial.get(job.result_id, 0.0), 0.0)
             host = self.hosts.get(job.host_id) if job.host_id else None
             if host is not None:
-                add_credit(host, amount, self.now)
-            self.ledger.credit(job.account_id, amount, self.now)
+                add_credit(host, rest, self.now)
+            self.ledger.credit(job.account_id, rest, self.now)
 
     def _invalid(self, o: HostOutcome) -> None:
         """Error rate, probation and quota of an invalid result's host_app_version (one that

@@ -35,8 +35,8 @@ def add_credit(row: Host | Account | Team | AppVersion | Model, amount: float, n
     row.expavg_credit, row.expavg_time = update_rac(row.expavg_credit, row.expavg_time, amount, now)
 
 
-def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float) -> None:
-    row.njobs += 1
+def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float, job: bool) -> None:
+    row.njobs += int(job)
     row.total += amount
     row.expavg, row.expavg_time = update_rac(row.expavg, row.expavg_time, amount, now)
 
@@ -59,8 +59,9 @@ class Ledger:
         user_app, team_app = _app_credit_rows(app, accounts, teams) if app.project.credit_by_app else ({}, {})
         return cls(now.date(), accounts, teams, user_app, team_app)
 
-    def credit(self, account_id: int | None, amount: float, now: float) -> None:
-        """One job's credit for its user, the user's team, and their per-app credit."""
+    def credit(self, account_id: int | None, amount: float, now: float, *, job: bool = True) -> None:
+        """One job's credit for its user, the user's team, and their per-app credit (``job``
+        False: partial credit of a running job, which counts no job)."""
         account = self.accounts.get(account_id) if account_id else None
         if not isinstance(account, Account):
             return
@@ -69,9 +70,9 @@ class Ledger:
         if team is not None:
             add_credit(team, amount, now)
         if self.user_app:
-            _add_app_credit(self.user_app[account.pk], amount, now)
+            _add_app_credit(self.user_app[account.pk], amount, now, job)
             if team is not None:
-                _add_app_credit(self.team_app[team.pk], amount, now)
+                _add_app_credit(self.team_app[team.pk], amount, now, job)
 
     def write(self) -> None:
         """One statement per table (a row made by _app_credit_rows is inserted with its

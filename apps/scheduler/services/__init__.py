@@ -27,6 +27,7 @@ from apps.scheduler.services.reports import results_report
 from apps.scheduler.services.sources import WORK_SOURCES
 from apps.scheduler.services.sources.locality import locality_retry_after_commit
 from apps.scheduler.services.sources.sequences import sequences_prepare
+from apps.scheduler.services.trickles import trickles_exchange
 from apps.scheduler.services.versions import (
     HostVersions,
     beta_work_withheld,
@@ -58,7 +59,8 @@ def scheduler_request_handle(
     5. tell the host which of its results to abort;
     6. resend the host's lost results (resend_lost_results), or else send work, per
        resource (seed 000), from the sequence, locality and general sources;
-    7. build the reply with the user's and host's credit.
+    7. store the trickle-ups (acknowledged) and take the host's pending trickle-downs;
+    8. build the reply with the user's and host's credit.
     """
     if project.sched_stopped:
         return SchedulerReply(
@@ -116,6 +118,7 @@ def scheduler_request_handle(
             host_app_versions_save(ctx)  # what reports and the daily roll-over changed, if nothing was sent
             transition_times_save(ctx)  # the reports' ones, if nothing was sent
             ctx.writes.flush()
+        trickles_exchange(ctx)
         ctx.global_prefs_out = global_prefs_exchange(ctx)
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
     # Seed 004: wait for on-demand locality work after the commit, holding no transaction.

@@ -10,7 +10,7 @@ from apps.applications.models import App
 from apps.core.db import WriteBatch
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
-from apps.protocol import ReplyMessage, SchedulerRequest
+from apps.protocol import ReplyMessage, SchedulerRequest, TrickleDown
 from apps.protocol.reply_types import MessagePriority
 from apps.scheduler.domain.policy import HostInstances, VersionOption
 from apps.volunteers.models import Account
@@ -50,6 +50,8 @@ class RpcContext:
     sequences_assigned: list[str] = field(default_factory=list)
     sequences_unassigned: list[str] = field(default_factory=list)
     sequences_ended: list[str] = field(default_factory=list)
+    message_ack: bool = False  # the request's trickle-ups are stored (services.trickles)
+    trickle_downs: tuple[TrickleDown, ...] = ()
     request_delay: float | None = None
     global_prefs_out: str | None = None  # the account's global preferences, if the client should adopt them
     previous_rpc_day: date | None = None
