@@ -71,6 +71,9 @@ DEFAULT_SCHEDULE: tuple[ScheduleEntry, ...] = (
     ),
     ScheduleEntry("cross_project", "credit.cross_project", 86400, "Seed 003: per-plan-class scale factors."),
     ScheduleEntry("db_dump", "portal.stats_export", 86400, "Write the stats export files."),
+    ScheduleEntry(
+        "trickle_sweep", "trickles.sweep", 300, "Queue again trickle-ups whose handling task was lost."
+    ),
     ScheduleEntry("badges", "volunteers.badges", 86400, "Give and take back user and team badges."),
     ScheduleEntry(
         "account_deletions", "account_deletion.due", 3600, "Delete accounts whose grace period has ended."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -193,3 +193,32 @@ def trickles_handle_pending(*, project: Project, now: datetime, variety: str = "
             state = "retry"
         counts[state] = counts.get(state, 0) + 1
     return counts
+
+
+# A trickle-up's handling task is queued when the RPC that stored it commits; one still never
+# tried this long after is taken to be lost (the broker was down at that moment, or the worker
+# died holding it). Well above a normal queue's wait, so a busy worker is not sent duplicates.
+LOST_AFTER = timedelta(minutes=10)
+
+
+def trickles_lost(*, now: datetime, limit: int = 1000) -> list[int]:
+    """Ids of unhandled trickle-ups never tried since LOST_AFTER: their task was lost.
+
+    Read project by project, so the (project, handled) index answers however many messages
+    were handled before.
+    """
+    lost: list[int] = []
+    for project_id in Project.objects.order_by("id").values_list("id", flat=True):
+        lost += (
+            MsgFromHost.objects.filter(
+                project_id=project_id,
+                handled=HandledState.UNHANDLED,
+                attempts=0,
+                create_time__lt=now - LOST_AFTER,
+            )
+            .order_by("id")
+            .values_list("id", flat=True)[: limit - len(lost)]
+        )
+        if len(lost) >= limit:
+            break
+    return lost

@@ -7,7 +7,7 @@ from typing import Any
 from celery import shared_task
 
 from apps.core import clock
-from apps.trickles.services import TrickleRetry, trickle_handle
+from apps.trickles.services import TrickleRetry, trickle_handle, trickles_lost
 
 MAX_RETRIES = 5
 
@@ -23,3 +23,12 @@ def trickle_handle_task(self: Any, message_id: int) -> str:
     except TrickleRetry as exc:
         raise self.retry(exc=exc, countdown=10 * 2**self.request.retries) from exc
     return handled.state
+
+
+@shared_task(name="trickles.sweep", time_limit=120, soft_time_limit=100)
+def trickles_sweep_task() -> int:
+    """Queue again the trickle-ups whose handling task was lost; returns how many."""
+    lost = trickles_lost(now=clock.now())
+    for message_id in lost:
+        trickle_handle_task.delay(message_id)
+    return len(lost)

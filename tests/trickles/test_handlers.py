@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 
 from apps.core import clock
 from apps.trickles.models import HandledState, MsgFromHost, TrickleHandler
-from apps.trickles.services import TrickleRetry, trickle_handle
-from apps.trickles.tasks import MAX_RETRIES, trickle_handle_task
+from apps.trickles.services import LOST_AFTER, TrickleRetry, trickle_handle
+from apps.trickles.tasks import MAX_RETRIES, trickle_handle_task, trickles_sweep_task
 from tests.trickles import handlers
 from tests.trickles.conftest import trickle
 
@@ -105,3 +106,26 @@ def test_handle_trickles_runs_the_handlers_once_over_the_unhandled_messages(mess
     message.refresh_from_db()
     assert message.handled == HandledState.HANDLED
     assert "1 handled" in out.getvalue()
+
+
+def test_a_message_whose_task_was_lost_is_handled_by_the_sweep(message, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    _handler(message, "tests.trickles.handlers.record")
+    MsgFromHost.objects.filter(id=message.id).update(
+        create_time=clock.now() - LOST_AFTER - timedelta(seconds=1)
+    )
+
+    assert trickles_sweep_task.apply().get() == 1
+
+    message.refresh_from_db()
+    assert message.handled == HandledState.HANDLED
+
+
+def test_the_sweep_leaves_a_message_whose_task_may_still_be_queued(message, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    _handler(message, "tests.trickles.handlers.record")
+
+    assert trickles_sweep_task.apply().get() == 0
+
+    message.refresh_from_db()
+    assert message.handled == HandledState.UNHANDLED
