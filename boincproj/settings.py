@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "apps.work",
     "apps.locality",
     "apps.scheduler",
+    "apps.news",
     "apps.emulator",
     "apps.portal",
     "apps.boinc_import",
