@@ -127,39 +127,22 @@ class ReplyNews:
 
 
 def gui_links(*, project: Project, account: Account) -> list[GuiUrl]:
-    slug = {"slug": project.slug}
+    """The BOINC Manager's links: BOINC's page names under the master URL (the Manager and
+    volunteers' habits know them; the pages answer to them, see the volunteer URLs)."""
+    base = project.master_url
     links = []
-    forum = ProjectLinks.objects.filter(project=project).values_list("forum_url", flat=True).first()
-    if forum:
-        links.append(GuiUrl("Message boards", f"Talk with other users of {project.name}", forum))
+    forum = ProjectLinks.objects.filter(project=project).values_list("forum_url", flat=True)[:1]
+    if forum and forum[0]:
+        links.append(GuiUrl("Message boards", f"Talk with other users of {project.name}", forum[0]))
     links += [
-        GuiUrl(
-            "Your account",
-            "Your account and credit",
-            _absolute(project, reverse("account_home", kwargs=slug)),
-        ),
-        GuiUrl(
-            "Your preferences",
-            "Your computing preferences",
-            _absolute(project, reverse("volunteers:prefs", kwargs=slug)),
-        ),
-        GuiUrl(
-            "Your tasks",
-            "Your computers' recent tasks",
-            _absolute(project, reverse("volunteers:results", kwargs=slug), {"userid": account.pk}),
-        ),
+        GuiUrl("Your account", "Your account and credit", f"{base}account/"),
+        GuiUrl("Your preferences", "Your computing preferences", f"{base}prefs.php"),
+        GuiUrl("Your tasks", "Your computers' recent tasks", f"{base}results.php?userid={account.pk}"),
     ]
     if account.team_id is not None:
-        links.append(
-            GuiUrl(
-                "Your team",
-                "Your team's members and credit",
-                _absolute(project, reverse("volunteers:team", kwargs=slug), {"teamid": account.team_id}),
-            )
-        )
-    links.append(
-        GuiUrl("News", f"News of {project.name}", _absolute(project, reverse("news:page", kwargs=slug)))
-    )
+        team_url = f"{base}team_display.php?teamid={account.team_id}"
+        links.append(GuiUrl("Your team", "Your team's members and credit", team_url))
+    links.append(GuiUrl("News", f"News of {project.name}", f"{base}news.php"))
     return links
 
 

@@ -79,3 +79,12 @@ def test_the_advertised_feed_gives_the_account_s_notices(client, project, accoun
     assert [feed.poll_interval for feed in feeds] == [86400]
     response = client.get(feeds[0].url.removeprefix(project.public_base))
     assert [item.title for item in parse_rss(response.content).items] == ["Mine"]
+
+
+def test_every_link_leads_to_a_page(client, project, account):
+    account.team = TeamFactory(project=project)
+    account.save()
+    links = parse_gui_urls(rpc(client, project, make_request(account.authenticator)).gui_urls or "")
+    for link in links:
+        status = client.get(link.url.removeprefix(project.public_base)).status_code
+        assert status in (200, 302, 403), link  # a page, perhaps asking to log in first
