@@ -17,7 +17,7 @@ from apps.news.domain.feed_keys import feed_key, feed_key_matches
 from apps.news.domain.markup import markup_html, notice_text
 from apps.news.models import NewsItem, ProjectLinks
 from apps.projects.models import Project
-from apps.protocol import MessagePriority, ReplyMessage
+from apps.protocol import MessagePriority, ReplyMessage, xml_safe_text
 from apps.protocol.news_xml import (
     GuiUrl,
     RssChannel,
@@ -85,16 +85,16 @@ def feed_account(*, project: Project, userid: int, key: str) -> Account | None:
 
 def rss_document(*, project: Project, items: list[NewsItem], now: datetime, title: str) -> bytes:
     channel = RssChannel(
-        title=title,
+        title=xml_safe_text(title),
         link=project.master_url,
-        description=f"News of {project.name}",
+        description=xml_safe_text(f"News of {project.name}"),
         built=now,
         items=tuple(
             RssItem(
-                title=item.title,
+                title=xml_safe_text(item.title),
                 link=item_url(item, project),
                 guid=f"{project.master_url}news/{item.pk}",
-                description=markup_html(item.body),
+                description=xml_safe_text(markup_html(item.body)),
                 published=item.published,
             )
             for item in items
@@ -129,11 +129,11 @@ class ReplyNews:
 def gui_links(*, project: Project, account: Account) -> list[GuiUrl]:
     """The BOINC Manager's links: BOINC's page names under the master URL (the Manager and
     volunteers' habits know them; the pages answer to them, see the volunteer URLs)."""
-    base = project.master_url
+    base, name = project.master_url, xml_safe_text(project.name)
     links = []
     forum = ProjectLinks.objects.filter(project=project).values_list("forum_url", flat=True)[:1]
     if forum and forum[0]:
-        links.append(GuiUrl("Message boards", f"Talk with other users of {project.name}", forum[0]))
+        links.append(GuiUrl("Message boards", f"Talk with other users of {name}", forum[0]))
     links += [
         GuiUrl("Your account", "Your account and credit", f"{base}account/"),
         GuiUrl("Your preferences", "Your computing preferences", f"{base}prefs.php"),
@@ -142,7 +142,7 @@ def gui_links(*, project: Project, account: Account) -> list[GuiUrl]:
     if account.team_id is not None:
         team_url = f"{base}team_display.php?teamid={account.team_id}"
         links.append(GuiUrl("Your team", "Your team's members and credit", team_url))
-    links.append(GuiUrl("News", f"News of {project.name}", f"{base}news.php"))
+    links.append(GuiUrl("News", f"News of {name}", f"{base}news.php"))
     return links
 
 
@@ -151,7 +151,9 @@ def reply_news(*, project: Project, account: Account, now: datetime) -> ReplyNew
     since = now - timedelta(days=NOTICE_DAYS)
     items = account_news(account=account, now=now, since=since).filter(send_as_notice=True)
     notices = tuple(
-        ReplyMessage(notice_text(item.title, item.body, item_url(item, project)), MessagePriority.NOTICE)
+        ReplyMessage(
+            xml_safe_text(notice_text(item.title, item.body, item_url(item, project))), MessagePriority.NOTICE
+        )
         for item in items[:MAX_REPLY_NOTICES]
     )
     return ReplyNews(

@@ -25,6 +25,10 @@ def account(project):
     return AccountFactory(project=project)
 
 
+def feeds_of(reply):
+    return parse_rss_feeds(reply.rss_feeds or "")
+
+
 def _notices(reply) -> list[str]:
     return [m.text for m in reply.messages if m.priority == MessagePriority.NOTICE]
 
@@ -88,3 +92,11 @@ def test_every_link_leads_to_a_page(client, project, account):
     for link in links:
         status = client.get(link.url.removeprefix(project.public_base)).status_code
         assert status in (200, 302, 403), link  # a page, perhaps asking to log in first
+
+
+def test_a_control_character_in_an_item_does_not_break_the_reply_or_the_feed(client, project, account):
+    NewsItemFactory(project=project, title="Bell\x07", body="Form\x0cfeed \x01")
+    reply = rpc(client, project, make_request(account.authenticator))
+    assert any(text.startswith("Bell?: ") for text in _notices(reply))
+    response = client.get(feeds_of(reply)[0].url.removeprefix(project.public_base))
+    assert [item.title for item in parse_rss(response.content).items] == ["Bell?"]
