@@ -30,6 +30,7 @@ def test_an_administrator_writes_news_and_a_volunteer_reads_it(live_server, page
         f"[b]Faster[/b] tasks.\n\n<script>document.title='owned'</script> Notes: [url={LONG_URL}]here[/url]",
     )
     page.click("input[name=_save]")
+    page.wait_for_url("**/admin/news/newsitem/")
     look(page, "admin-list")
     assert page.locator("#result_list").inner_text().count("Version 2 is out") == 1
 
@@ -56,8 +57,10 @@ def test_the_news_page_on_a_phone(live_server, page, look_desktop_last):
     page.goto(f"{live_server.url}/archive/")
     look(page, "home-with-more")
     page.click("text=All news")
+    page.wait_for_url("**/archive/news.php")
     look(page, "news-page")
     assert page.locator("article.news").count() == 20
     page.click("text=next →")
+    page.wait_for_url("**/archive/news.php?page=2")
     look(page, "news-page-2")
     assert page.locator("article.news h3").all_inner_texts() == [f"Item {n}" for n in range(20, 25)]
