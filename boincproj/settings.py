@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "apps.locality",
     "apps.trickles",
     "apps.scheduler",
+    "apps.news",
     "apps.emulator",
     "apps.portal",
     "apps.boinc_import",

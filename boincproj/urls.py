@@ -26,6 +26,7 @@ urlpatterns = [
     path("", include("apps.scheduler.urls")),
     path("", include("apps.portal.volunteer_urls")),
     path("", include("apps.portal.stats_urls")),
+    path("", include("apps.news.urls")),
     # Project pages last: "/<slug>/..." is each project's BOINC master URL tree.
     path("", include("apps.portal.urls")),
 ]

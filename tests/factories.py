@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from apps.applications.models import App, AppVersion
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
+from apps.news.models import NewsItem
 from apps.projects.models import Platform, Project
 from apps.sequences.models import WorkSequence
 from apps.volunteers.models import Account, Team, make_passwd_hash, passwd_hash
@@ -162,3 +163,12 @@ class WorkSequenceFactory(factory.django.DjangoModelFactory):
     project = factory.LazyAttribute(lambda o: o.app.project)
     name = factory.Sequence(lambda n: f"seq{n}")
     max_result_time = 86400
+
+
+class NewsItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = NewsItem
+
+    project = factory.SubFactory(ProjectFactory)
+    title = factory.Sequence(lambda n: f"News {n}")
+    body = "Something happened."

@@ -1,7 +1,7 @@
 """The scheduler reply as frozen dataclasses (what the 7.20.5 client parses, §2.3-2.4).
 
 Optional values are None and then not written. Booleans are written ``<flag/>`` when
-true. Raw XML blocks (preferences, gui_urls, trickle bodies) are strings of XML
+true. Raw XML blocks (preferences, gui_urls, rss_feeds, trickle bodies) are strings of XML
 content; they are parsed and embedded as elements when rendered.
 """
 
@@ -203,6 +203,7 @@ class SchedulerReply:
     send_time_stats_log: int | None = s_int(None, lo=0, hi=INT32_MAX)
     send_job_log: int | None = s_int(None, lo=0, hi=INT32_MAX)
     gui_urls: str | None = s_custom(None)
+    rss_feeds: str | None = s_custom(None)
     no_rsc_apps: tuple[ProcType, ...] = s_custom(())
     apps: tuple[AppDesc, ...] = s_nodes(AppDesc, tag="app")
     file_infos: tuple[FileInfoDesc, ...] = s_nodes(FileInfoDesc, tag="file_info")

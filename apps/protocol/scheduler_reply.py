@@ -29,7 +29,7 @@ DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024
 # The client treats a <url> as an upload URL iff it contains this (pitfall 10).
 UPLOAD_URL_MARKER = "file_upload_handler"
 _NEST = "    "
-_RAW_FIELDS = ("project_preferences", "global_preferences", "gui_urls")
+_RAW_FIELDS = ("project_preferences", "global_preferences", "gui_urls", "rss_feeds")
 _LEGACY_NO_APPS = {"no_cpu_apps": ProcType.CPU, "no_cuda_apps": ProcType.NVIDIA, "no_ati_apps": ProcType.ATI}
 
 

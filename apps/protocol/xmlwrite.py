@@ -182,9 +182,9 @@ class Block:
         self.close()
 
 
-def new_document(tag: str) -> Block:
+def new_document(tag: str, attrib: dict[str, str] | None = None) -> Block:
     _check_tag(tag)
-    return Block([f"<{tag}>"], tag)
+    return Block([f"<{tag}{_attributes(tag, attrib)}>" if attrib else f"<{tag}>"], tag)
 
 
 def serialize(document: Block) -> bytes:

@@ -110,17 +110,22 @@ class BoincClient:
         fetch_minimal_work: bool = True,
         ncpus: int | None = None,
         env: dict[str, str] | None = None,
+        info_fetch: bool = False,
     ) -> None:
         """Run the client with protocol §7's flags (``args`` e.g. --attach_project URL KEY).
 
         --fetch_minimal_work makes the client ask for work only once; a test that needs a
         second job after the first turns it off. ``ncpus`` limits the CPUs it uses; ``env``
-        is added to its environment, which the apps it runs inherit.
+        is added to its environment, which the apps it runs inherit. ``info_fetch`` lets it
+        fetch RSS feeds (notices), which no_info_fetch turns off with BOINC's own lists.
         """
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "gui_rpc_auth.cfg").write_text(GUI_PASSWORD)
         extra = f"    <ncpus>{ncpus}</ncpus>\n" if ncpus else ""
-        (self.dir / "cc_config.xml").write_text(CC_CONFIG.format(extra=extra))
+        config = CC_CONFIG.format(extra=extra)
+        if info_fetch:
+            config = config.replace("<no_info_fetch>1</no_info_fetch>", "<no_info_fetch>0</no_info_fetch>")
+        (self.dir / "cc_config.xml").write_text(config)
         (self.dir / "global_prefs_override.xml").write_text(GLOBAL_PREFS)
         command = [
             self.binary,
@@ -130,7 +135,7 @@ class BoincClient:
             str(self.port),
             "--no_gpus",
             "--skip_cpu_benchmarks",
-            "--no_info_fetch",
+            *([] if info_fetch else ["--no_info_fetch"]),
             *(["--exit_when_idle"] if exit_when_idle else []),
             *(["--fetch_minimal_work"] if fetch_minimal_work else []),
             *args,

@@ -31,6 +31,7 @@ SECRET_QUERIES = [
     f"/ops/show_user.php?authenticator={KEY}&format=xml",
     f"/ops/show_user.php?format=xml&auth={KEY}",
     f"/ops/account/?auth_str={KEY}",
+    f"/ops/notices.php?userid=5&auth=5_{KEY}",
     f"/ops/am_get_info.php?Account%5FKey={KEY}",
     f"/ops/am_get_info.php?account_key={KEY}&account_key={KEY}1&account_key={KEY}2&account_key={KEY}3",
 ]
@@ -69,6 +70,7 @@ def masked_log(log: Path) -> str:
     assert "GET /ops/am_get_info.php?account_key=*** HTTP/1.1" in text
     assert "email_addr=a%40example.org&passwd_hash=***&get_opaque_auth=1" in text
     assert "show_user.php?format=xml&auth=*** " in text
+    assert "GET /ops/notices.php?userid=5&auth=*** " in text
     return text
 
 

@@ -137,6 +137,7 @@ OVERRIDES: dict[tuple[type, str], Any] = {
     (SchedulerReply, "project_preferences"): lambda: st.sampled_from(RAW_BLOCKS),
     (SchedulerReply, "global_preferences"): lambda: st.sampled_from(RAW_BLOCKS),
     (SchedulerReply, "gui_urls"): lambda: st.sampled_from(RAW_BLOCKS),
+    (SchedulerReply, "rss_feeds"): lambda: st.sampled_from(RAW_BLOCKS),
     (SchedulerReply, "no_rsc_apps"): lambda: st.lists(
         st.sampled_from([p.value for p in ProcType]), max_size=2
     ),

@@ -8,6 +8,7 @@ import logging
 from apps.applications.models import AppVersion
 from apps.core.db import ModelColumns, any_of, fetch_rows
 from apps.core.domain.signing import sign_upload_certificate
+from apps.news.services import reply_news
 from apps.protocol import (
     SCHEDULER_VERSION,
     AppDesc,
@@ -38,12 +39,13 @@ def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
     assert host is not None
     work = _work_elements(ctx)
     code_sign_key, code_sign_key_signature = _code_sign_key(ctx)
+    news = reply_news(project=project, account=account, now=ctx.now)  # notices, Manager links, feed
     return SchedulerReply(
         scheduler_version=SCHEDULER_VERSION,
         dont_use_dcf=True,
         master_url=project.master_url,
         project_name=project.name,
-        messages=tuple(ctx.messages),
+        messages=(*ctx.messages, *news.notices),
         request_delay=ctx.request_delay if ctx.request_delay is not None else project.request_delay,
         next_rpc_delay=project.next_rpc_delay or None,
         userid=account.id,
@@ -62,6 +64,8 @@ def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
         host_expavg_credit=host.expavg_credit,
         host_venue=xml_safe_text(host.venue),
         host_create_time=host.create_time.timestamp(),
+        gui_urls=news.gui_urls,
+        rss_feeds=news.rss_feeds,
         no_rsc_apps=no_rsc_apps,
         result_acks=tuple(ctx.acks),
         result_aborts=tuple(ctx.aborts),

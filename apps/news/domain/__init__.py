@@ -1,0 +1,1 @@
+"""News without Django: the news markup and the personal feed's key."""
