@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from apps.news.domain.feed_keys import feed_key, feed_key_matches
 from apps.news.domain.markup import markup_html, notice_text
-from apps.news.models import NewsItem, ProjectLinks
+from apps.news.models import NewsItem
 from apps.projects.models import Project
 from apps.protocol import MessagePriority, ReplyMessage, xml_safe_text
 from apps.protocol.news_xml import (
@@ -126,14 +126,14 @@ class ReplyNews:
     rss_feeds: str
 
 
-def gui_links(*, project: Project, account: Account) -> list[GuiUrl]:
+def gui_links(*, project: Project, account: Account, forum_url: str) -> list[GuiUrl]:
     """The BOINC Manager's links: BOINC's page names under the master URL (the Manager and
-    volunteers' habits know them; the pages answer to them, see the volunteer URLs)."""
+    volunteers' habits know them; the pages answer to them, see the volunteer URLs), and the
+    project's forum (its ProjectLinks) when it has one."""
     base, name = project.master_url, xml_safe_text(project.name)
     links = []
-    forum = ProjectLinks.objects.filter(project=project).values_list("forum_url", flat=True)[:1]
-    if forum and forum[0]:
-        links.append(GuiUrl("Message boards", f"Talk with other users of {name}", forum[0]))
+    if forum_url:
+        links.append(GuiUrl("Message boards", f"Talk with other users of {name}", forum_url))
     links += [
         GuiUrl("Your account", "Your account and credit", f"{base}account/"),
         GuiUrl("Your preferences", "Your computing preferences", f"{base}prefs.php"),
@@ -146,18 +146,25 @@ def gui_links(*, project: Project, account: Account) -> list[GuiUrl]:
     return links
 
 
-def reply_news(*, project: Project, account: Account, now: datetime) -> ReplyNews:
-    """The news share of a scheduler reply to ``account``'s computer."""
-    since = now - timedelta(days=NOTICE_DAYS)
-    items = account_news(account=account, now=now, since=since).filter(send_as_notice=True)
-    notices = tuple(
-        ReplyMessage(
-            xml_safe_text(notice_text(item.title, item.body, item_url(item, project))), MessagePriority.NOTICE
+def reply_news(
+    *, project: Project, account: Account, now: datetime, has_notices: bool, forum_url: str
+) -> ReplyNews:
+    """The news share of a scheduler reply to ``account``'s computer. The scheduler passes
+    what it caches per project: whether any item is sent as a notice (without one, news
+    costs the RPC no query) and the forum's address."""
+    notices: tuple[ReplyMessage, ...] = ()
+    if has_notices:
+        since = now - timedelta(days=NOTICE_DAYS)
+        items = account_news(account=account, now=now, since=since).filter(send_as_notice=True)
+        notices = tuple(
+            ReplyMessage(
+                xml_safe_text(notice_text(item.title, item.body, item_url(item, project))),
+                MessagePriority.NOTICE,
+            )
+            for item in items[:MAX_REPLY_NOTICES]
         )
-        for item in items[:MAX_REPLY_NOTICES]
-    )
     return ReplyNews(
         notices=notices,
-        gui_urls=render_gui_urls(gui_links(project=project, account=account)),
+        gui_urls=render_gui_urls(gui_links(project=project, account=account, forum_url=forum_url)),
         rss_feeds=render_rss_feeds([RssFeed(feed_url(project=project, account=account))]),
     )

@@ -3,6 +3,8 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.news.models import ProjectLinks
@@ -100,3 +102,25 @@ def test_a_control_character_in_an_item_does_not_break_the_reply_or_the_feed(cli
     assert any(text.startswith("Bell?: ") for text in _notices(reply))
     response = client.get(feeds_of(reply)[0].url.removeprefix(project.public_base))
     assert [item.title for item in parse_rss(response.content).items] == ["Bell?"]
+
+
+def test_an_rpc_of_a_project_without_notices_reads_no_news_table(client, project, account):
+    NewsItemFactory(project=project, title="Quiet", send_as_notice=False)
+    rpc(client, project, make_request(account.authenticator))  # the catalog is read once
+    with CaptureQueriesContext(connection) as queries:
+        rpc(client, project, make_request(account.authenticator))
+    assert not [q["sql"] for q in queries if "news_" in q["sql"]]
+
+
+def test_an_item_written_after_an_rpc_is_sent_with_the_next_one(client, project, account):
+    rpc(client, project, make_request(account.authenticator))
+    NewsItemFactory(project=project, title="Fresh")
+    reply = rpc(client, project, make_request(account.authenticator))
+    assert any(text.startswith("Fresh: ") for text in _notices(reply))
+
+
+def test_a_forum_set_after_an_rpc_is_linked_in_the_next_one(client, project, account):
+    rpc(client, project, make_request(account.authenticator))
+    ProjectLinks.objects.create(project=project, forum_url="https://forum.example.org/")
+    links = parse_gui_urls(rpc(client, project, make_request(account.authenticator)).gui_urls or "")
+    assert "https://forum.example.org/" in [link.url for link in links]

@@ -18,6 +18,7 @@ from django.db.models.signals import post_delete, post_save
 from apps.applications.models import App, AppFile, AppVersion, PlanClass
 from apps.core.db import ModelColumns, fetch_rows
 from apps.core.domain.resources import ProcType
+from apps.news.models import NewsItem, ProjectLinks
 from apps.projects.models import Project
 from apps.sequences.models import WorkSequence
 from apps.work.models import Assignment
@@ -45,6 +46,10 @@ class ProjectCatalog:
     uses_sequences: bool
     # Whether the project has targeted or broadcast jobs: if not, the RPC asks nothing about them.
     has_assignments: bool
+    # Whether any news item is to be sent as a notice, and the forum's address for the
+    # Manager's links: without notices the reply asks nothing about news.
+    has_notices: bool
+    forum_url: str
     loaded_at: float
     project_created: datetime
 
@@ -81,6 +86,10 @@ def project_catalog(project: Project) -> ProjectCatalog:
         plan_classes=tuple(PlanClass.objects.filter(project_id=project_id)),
         uses_sequences=WorkSequence.objects.filter(project_id=project_id).exists(),
         has_assignments=Assignment.objects.filter(project_id=project_id).exists(),
+        has_notices=NewsItem.objects.filter(project_id=project_id, send_as_notice=True).exists(),
+        forum_url=next(
+            iter(ProjectLinks.objects.filter(project_id=project_id).values_list("forum_url", flat=True)), ""
+        ),
         loaded_at=now,
         project_created=project.create_time,
     )
@@ -140,6 +149,6 @@ def _clear_for_project(sender: type, project_id: int, **kwargs: object) -> None:
 
 assignments_created.connect(_clear_for_project, dispatch_uid="catalog-assignments-created")
 
-for _model in (App, AppVersion, AppFile, PlanClass, WorkSequence, Assignment):
+for _model in (App, AppVersion, AppFile, PlanClass, WorkSequence, Assignment, NewsItem, ProjectLinks):
     post_save.connect(_clear_for, sender=_model, dispatch_uid=f"catalog-{_model.__name__}-save")
     post_delete.connect(_clear_for, sender=_model, dispatch_uid=f"catalog-{_model.__name__}-delete")

@@ -22,6 +22,7 @@ from apps.protocol import (
     xml_safe_text,
 )
 from apps.protocol.request_types import CoprocUsage
+from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.sequences.services.hosts import state_files_of_assignment
 from apps.volunteers.models import Account
@@ -39,7 +40,14 @@ def reply_build(ctx: RpcContext, *, no_rsc_apps: tuple = ()) -> SchedulerReply:
     assert host is not None
     work = _work_elements(ctx)
     code_sign_key, code_sign_key_signature = _code_sign_key(ctx)
-    news = reply_news(project=project, account=account, now=ctx.now)  # notices, Manager links, feed
+    catalog = project_catalog(project)
+    news = reply_news(  # notices, Manager links, feed
+        project=project,
+        account=account,
+        now=ctx.now,
+        has_notices=catalog.has_notices,
+        forum_url=catalog.forum_url,
+    )
     return SchedulerReply(
         scheduler_version=SCHEDULER_VERSION,
         dont_use_dcf=True,
