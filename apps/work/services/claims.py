@@ -191,6 +191,9 @@ def transition_claims_release(claims: Sequence[TimeClaim], *, need_validate: boo
     )
 
 
+_failed_alone: list[FailedAlone] = []
+
+
 class FailedAlone:
     """Rows a daemon without claims (the file deleter, db_purge) failed to handle on their
     own, which its process leaves out of its batches for a lease's length: the rows stay
@@ -200,6 +203,7 @@ class FailedAlone:
     def __init__(self) -> None:
         self._until: dict[int, float] = {}
         self._lock = threading.Lock()
+        _failed_alone.append(self)
 
     def add(self, ids: Iterable[int]) -> None:
         until = time.monotonic() + CLAIM_LEASE.total_seconds()
@@ -233,3 +237,13 @@ def rows_batch_run(daemon: str, failed: FailedAlone, run: RowsRun[R]) -> Retried
     retried = one_by_one(daemon, taken, lambda ids: run(ids, [], []), lambda i: f"row {i}")
     failed.add(retried.failed)
     return retried
+
+
+def claims_forget() -> None:
+    """Forget the claims to release and the rows left out: for a process that goes on with
+    another database (the tests)."""
+    with _abandoned_lock:
+        _abandoned.clear()
+    for failed in _failed_alone:
+        with failed._lock:
+            failed._until.clear()
