@@ -140,3 +140,20 @@ def test_a_validator_does_not_wait_for_the_app_version_of_an_invalid_result_it_o
         ValidateState.VALID,
         ValidateState.INVALID,
     ]
+
+
+def test_a_validator_reads_the_outputs_before_it_locks_the_hosts_rows(monkeypatch, project, ready, now):
+    """Reading files may be slow: the scheduler RPCs of the batch's hosts must not wait for it."""
+    in_transaction = []
+    read = validator.payloads_read
+
+    def payloads_read(*args):  # type: ignore[no-untyped-def]
+        in_transaction.append(connection.in_atomic_block)
+        return read(*args)
+
+    monkeypatch.setattr(validator, "payloads_read", payloads_read)
+
+    outcome = workunits_validate(project=project, now=now)
+
+    assert outcome.items == WORKUNITS
+    assert in_transaction == [False] * len(in_transaction) != []
