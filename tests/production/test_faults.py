@@ -488,6 +488,23 @@ def validated_share(stack: Stack, pid: int) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def batch_begun(stack: Stack, timeout: float) -> bool:
+    """Wait until a daemon's batch is in its transaction, past its claim (a statement on the
+    results or the host_app_versions in a transaction); whether one was seen."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(stack.env["DATABASE_URL"], autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                " AND (query LIKE '%work_result%' OR query LIKE '%hostappversion%')"
+            ).fetchone()
+            if row and row[0]:
+                return True
+            time.sleep(0.01)
+    return False
+
+
 def test_a_database_restart_while_the_worker_catches_up_holds_no_batch_for_the_lease(
     production_stack, tmp_path
 ):
@@ -510,6 +527,8 @@ def test_a_database_restart_while_the_worker_catches_up_holds_no_batch_for_the_l
         stack_heal(stack)
     held = stream.drain(timeout=DRAIN_BOUND)
     stream.close()
+    # The restart cuts a daemon's batch: one is in its transaction, past its claim.
+    cut = batch_begun(stack, timeout=60)
     checked, reported = validated_share(stack, pid)
     stack.restart("postgres")
     restarted = time.monotonic()
@@ -521,8 +540,8 @@ def test_a_database_restart_while_the_worker_catches_up_holds_no_batch_for_the_l
         if progress and progress[-1][1] == progress[-1][2]:
             break
     print(  # noqa: T201 - the figures, shown by pytest -s
-        f"\ncatch-up after a PostgreSQL restart: {reported} results reported, {checked} validated at the"
-        " restart; then " + ", ".join(f"{t:.0f} s: {v}" for t, v, _ in progress)
+        f"\ncatch-up after a PostgreSQL restart (a batch cut: {cut}): {reported} results reported, {checked}"
+        " validated at the restart; then " + ", ".join(f"{t:.0f} s: {v}" for t, v, _ in progress)
     )
 
     assert held == 0
