@@ -160,6 +160,11 @@ _WORKUNIT = ModelColumns(
     ],
 )
 _CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
+# What decides the outputs a batch reads before its locks (_Outputs.read_early).
+_EARLY_WORKUNIT = ModelColumns(Workunit, "w", ["id", "app", "canonical_result", "error_mask"])
+_EARLY_RESULT = ModelColumns(
+    Result, "r", ["id", "workunit", "server_state", "outcome", "validate_state", "file_delete_state"]
+)
 _APP = ModelColumns(App, "a")
 _PROJECT = ModelColumns(Project, "p")
 
@@ -343,7 +348,7 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
     outputs = _Outputs.read_early(wu_ids)
     with transaction.atomic():
         host_app_versions_lock_for_workunits(wu_ids, _JUDGED, _JUDGED_PARAMS)
-        wus, judging = _judging(wu_ids, lock=True)
+        wus, judging = _judging(wu_ids)
         if judging:
             outputs.comparison = outputs.comparison or comparison_for(wus[0].app)
             for j in judging:
@@ -358,10 +363,9 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
     return batch
 
 
-def _judging(wu_ids: Sequence[int], *, lock: bool) -> tuple[list[Workunit], list[_Judging]]:
-    """The workunits, and what there is to judge in them, from their results (``lock``:
-    locked FOR UPDATE)."""
-    rows = _results(wu_ids, lock=lock)
+def _judging(wu_ids: Sequence[int]) -> tuple[list[Workunit], list[_Judging]]:
+    """The workunits, and what there is to judge in them, from their results, locked."""
+    rows = _locked_results(wu_ids)
     wus = _workunits(wu_ids)
     if len({wu.app_id for wu in wus}) > 1:
         raise ValueError("a validator batch holds the workunits of one app")
@@ -390,10 +394,26 @@ class _Outputs:
 
     @classmethod
     def read_early(cls, wu_ids: Sequence[int]) -> _Outputs:
-        wus, judging = _judging(wu_ids, lock=False)
+        """The outputs the batch would compare now. The rows are read without locks, only
+        the columns that decide what is to judge, in one statement."""
+        cond, params = any_of("w.id", list(wu_ids), "bigint")
+        rows = fetch_rows(
+            f"SELECT {_EARLY_WORKUNIT.sql()}, {_EARLY_RESULT.sql()} FROM {quoted_table(Workunit)} w"
+            f" JOIN {quoted_table(Result)} r ON r.workunit_id = w.id WHERE {cond} ORDER BY r.id",
+            params,
+        )
+        wus: dict[int, Workunit] = {}
+        by_wu: dict[int, list[Result]] = {}
+        for row in rows:
+            wu = wus.get(row[0])
+            if wu is None:
+                wu = wus[row[0]] = _EARLY_WORKUNIT.build(row)
+            by_wu.setdefault(wu.id, []).append(_EARLY_RESULT.build(row, _EARLY_WORKUNIT.width))
+        judging = [j for wu in wus.values() if (j := _to_judge(wu, by_wu[wu.id])) is not None]
         if not judging:
             return cls()
-        comparison = comparison_for(wus[0].app)
+        app = App.objects.select_related("project").get(id=judging[0].wu.app_id)
+        comparison = comparison_for(app)
         if not comparison.reads_files:
             return cls(comparison)
         names = output_files_of(_to_read(judging))
@@ -401,7 +421,7 @@ class _Outputs:
         for j in judging:
             # One that cannot be read now is read again, and reported, under the lock.
             with contextlib.suppress(TransientValidationError):
-                payloads.update(payloads_read(j.wu.project, _to_read([j]), comparison, names))
+                payloads.update(payloads_read(app.project, _to_read([j]), comparison, names))
         return cls(comparison, payloads)
 
     def read(self, project: Project, result_ids: Sequence[int]) -> dict[int, Payload]:
@@ -426,13 +446,12 @@ def _to_judge(wu: Workunit, rows: list[Result]) -> _Judging | None:
     return _Judging(wu, rows, candidates) if candidates else None
 
 
-def _results(wu_ids: Sequence[int], *, lock: bool) -> list[Result]:
-    """The workunits' results in id order; ``lock``: FOR UPDATE, in the order the transitioner
-    locks them (SQLite has no row locks: its IMMEDIATE transactions hold the database's write
-    lock)."""
+def _locked_results(wu_ids: Sequence[int]) -> list[Result]:
+    """The workunits' results, locked FOR UPDATE in id order, as the transitioner locks them
+    (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock)."""
     cond, params = any_of("r.workunit_id", list(wu_ids), "bigint")
-    lock_sql = " FOR UPDATE OF r" if lock and connection.features.has_select_for_update else ""
-    sql = f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{lock_sql}"
+    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    sql = f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
     return [_RESULT.build(row) for row in fetch_rows(sql, params)]
 
 
