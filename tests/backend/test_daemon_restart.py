@@ -129,16 +129,16 @@ def _in_batch(url: str, name: str, env: dict[str, str], daemon: subprocess.Popen
     _wait("the batch waiting for the lock", lambda: (_count(url, waiting) or 0) > 0, 60, daemon)
 
 
-def _daemon_backend(url: str, holder: psycopg.Connection) -> int:
-    """The daemon's connection: the one that is neither the test's lock holder nor this one."""
-    with psycopg.connect(url) as conn:
-        return int(
-            conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = 'cobblestone' AND backend_type = 'client backend'"
-                " AND pid NOT IN (pg_backend_pid(), %s)",
-                [holder.info.backend_pid],
-            ).fetchone()[0]
-        )
+def _terminate_daemon(url: str, holder: psycopg.Connection) -> None:
+    """Terminate the daemon's connection: every one but the test's lock holder and this one."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = 'cobblestone'"
+            " AND backend_type = 'client backend' AND pid NOT IN (pg_backend_pid(), %s)",
+            [holder.info.backend_pid],
+        ).fetchone()
+    assert killed is not None
+    assert killed[0] >= 1
 
 
 def _interrupt(
@@ -165,8 +165,7 @@ def _interrupt(
         if fault == "restart":
             postgres.restart()
         else:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("SELECT pg_terminate_backend(%s)", [_daemon_backend(url, holder)])
+            _terminate_daemon(url, holder)
         back = time.monotonic()
         if not holder.closed:
             with contextlib.suppress(psycopg.OperationalError):  # the restart ended it
