@@ -542,7 +542,8 @@ def _lease_renew(pending: list[_Claim], now: datetime) -> list[_Claim]:
 
 
 def _claims_release(claims: list[_Claim], now: datetime) -> None:
-    """Claims an interrupted pass left: due again now, where the claim is still theirs."""
+    """Claims an interrupted pass left: due again now, where the claim is still theirs (the
+    attempt count it set, as every write of the module checks it)."""
     execute_many(
         f"UPDATE {quoted_table(Workunit)} SET assimilate_retry_time = %s "
         "WHERE id = %s AND assimilate_attempts = %s AND assimilate_state = %s",

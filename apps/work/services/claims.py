@@ -179,6 +179,7 @@ def transition_claims_release(claims: Sequence[TimeClaim], *, need_validate: boo
     rows = [(c.workunit_id, db_datetime(c.lease), db_datetime(c.old)) for c in claims]
     table = quoted_table(Workunit)
     if connection.vendor == "postgresql":
+        # Each claim's own lease and old time: the ORM would need a statement per claim.
         execute(
             f"UPDATE {table} w SET {sets} FROM unnest(%s::bigint[], %s::timestamptz[], %s::timestamptz[])"
             f" AS v(id, lease, old) WHERE {where}",
