@@ -332,6 +332,24 @@ def use_generic_plans() -> None:
         execute("SET LOCAL plan_cache_mode = force_generic_plan")
 
 
+def connection_lost() -> bool:
+    """After a statement failed: whether the database connection is gone (the server restarted,
+    the backend was terminated, the network dropped) or could not be opened.
+
+    Outside a transaction a dead connection is closed here, so the next statement opens a
+    new one: Django replaces it only between requests and tasks, and a daemon's pass would
+    otherwise fail every statement until it ends, the database back or not.
+    """
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.connection is None:
+        return True
+    if conn.is_usable():
+        return False
+    if not conn.in_atomic_block:
+        conn.close()
+    return True
+
+
 def advisory_xact_lock(name: str) -> None:
     """Wait for, then hold until the transaction ends, PostgreSQL's advisory lock ``name``.
 

@@ -3,6 +3,7 @@ and reported the way the scheduler does it (rows written directly, outputs in th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
@@ -15,7 +16,15 @@ from apps.volunteers.models import Account, Team
 from apps.work.domain.states import ClientState, Outcome, ServerState
 from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services import JobSpec, workunits_create
+from apps.work.services.claims import claims_forget
 from tests.factories import AccountFactory, AppFactory, AppVersionFactory, HostFactory, TeamFactory
+
+
+@pytest.fixture(autouse=True)
+def _claims_forgotten() -> Iterator[None]:
+    """What a daemon's process remembers of failed passes names rows of this test's database."""
+    yield
+    claims_forget()
 
 
 @pytest.fixture

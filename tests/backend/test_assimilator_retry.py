@@ -12,7 +12,7 @@ from lxml import html
 from apps.projects.services import daemon_pass_run
 from apps.work.domain.states import AssimilateState
 from apps.work.models import Workunit
-from apps.work.services import workunits_assimilate, workunits_transition, workunits_validate
+from apps.work.services import assimilator, workunits_assimilate, workunits_transition, workunits_validate
 from apps.work.services.assimilator import CLAIM_LEASE, copy_outputs, retry_delay
 from tests.backend.conftest import make_wu, report, results_of, send
 
@@ -154,7 +154,22 @@ def test_a_workunit_claimed_late_in_a_long_pass_gets_its_whole_lease(hook, proje
         workunits_assimilate(project=project, now=now, monotonic=CLOCK)
 
     late.refresh_from_db()
-    assert late.assimilate_retry_time == now + timedelta(minutes=30) + CLAIM_LEASE
+    renewed = now + timedelta(minutes=30) + CLAIM_LEASE  # and the claim's own microseconds
+    assert renewed <= late.assimilate_retry_time < renewed + timedelta(seconds=1)
+
+
+def test_a_long_pass_renews_its_claims_at_most_once_per_half_lease(hook, monkeypatch, project, app, now):
+    for i in range(20):
+        ready(project, app, now, f"slow{i}")
+        TAKES[f"slow{i}"] = timedelta(seconds=10)  # 200 s of hooks in one pass
+    renewals = []
+    renew = assimilator._lease_renew
+    monkeypatch.setattr(assimilator, "_lease_renew", lambda *a: renewals.append(a[1]) or renew(*a))
+
+    outcome = workunits_assimilate(project=project, now=now, monotonic=CLOCK)
+
+    assert outcome.items == 20
+    assert len(renewals) <= 200 / (CLAIM_LEASE / 2).total_seconds()
 
 
 def test_a_failed_workunit_is_not_tried_again_before_its_retry_time(hook, project, app, now):
@@ -220,9 +235,9 @@ def test_a_workunit_whose_worker_died_in_the_hook_is_tried_again_after_the_lease
     with pytest.raises(WorkerKilled):
         workunits_assimilate(project=project, now=now)
 
-    before_lease_ends = workunits_assimilate(project=project, now=now + timedelta(minutes=9))
+    before_lease_ends = workunits_assimilate(project=project, now=now + CLAIM_LEASE - timedelta(seconds=1))
     with pytest.raises(WorkerKilled):
-        workunits_assimilate(project=project, now=now + timedelta(minutes=10))
+        workunits_assimilate(project=project, now=now + CLAIM_LEASE + timedelta(seconds=1))
 
     assert before_lease_ends.errors == 0
     assert CALLS == ["killed", "killed"]

@@ -9,7 +9,16 @@ import pytest
 
 from apps.work.domain.states import FileDeleteState, ValidateState
 from apps.work.models import InputFile, Workunit
-from apps.work.services import InputSpec, WorkError, files_delete, workunits_transition, workunits_validate
+from apps.work.services import (
+    InputSpec,
+    WorkError,
+    file_deleter,
+    files_delete,
+    purge,
+    workunits_purge,
+    workunits_transition,
+    workunits_validate,
+)
 from apps.work.services import create as create_module
 from apps.work.services.comparisons import COMPARISONS, Comparison
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
@@ -128,3 +137,69 @@ def test_an_input_file_deleted_while_a_new_workunit_is_staged_is_not_marked_need
     with pytest.raises(WorkError, match="deleted"):
         make_wu(project, app, now, name="second", inputs=[InputSpec(name="in.dat")])
     assert not Workunit.objects.filter(name="second").exists()
+
+
+@pytest.fixture
+def unlink_raises(monkeypatch):  # type: ignore[no-untyped-def]
+    """Deleting a file named ``bad*`` raises an error the deleter does not expect (a bug)."""
+    real = file_deleter._unlink
+
+    def unlink(path):  # type: ignore[no-untyped-def]
+        if path.name.startswith("bad"):
+            raise RuntimeError("deleter bug")
+        return real(path)
+
+    monkeypatch.setattr(file_deleter, "_unlink", unlink)
+
+
+def deletable(project, app, now, tmp_path, name: str) -> Workunit:  # type: ignore[no-untyped-def]
+    path = tmp_path / f"{name}.in"
+    path.write_bytes(b"input\n")
+    wu = make_wu(project, app, now, name=name, inputs=(InputSpec(path=path),))
+    Workunit.objects.filter(id=wu.id).update(file_delete_state=FileDeleteState.READY)
+    return wu
+
+
+def test_a_workunit_whose_file_deletion_raises_does_not_stop_the_rest_of_its_batch(
+    unlink_raises, project, app, now, tmp_path
+):
+    bad = deletable(project, app, now, tmp_path, "bad")
+    good = [deletable(project, app, now, tmp_path, f"good{i}") for i in range(2)]
+
+    outcome = files_delete(project=project, now=now)
+
+    assert (outcome.items, outcome.errors) == (2, 1)
+    states = [wu.file_delete_state for wu in refresh(bad, *good)]
+    assert states == [FileDeleteState.READY, FileDeleteState.DONE, FileDeleteState.DONE]
+
+
+def test_a_workunit_whose_file_deletion_raised_is_left_out_of_the_next_batches(
+    unlink_raises, project, app, now, tmp_path
+):
+    deletable(project, app, now, tmp_path, "bad")
+    files_delete(project=project, now=now)
+    late = deletable(project, app, now, tmp_path, "late")
+
+    outcome = files_delete(project=project, now=now)
+
+    assert (outcome.items, outcome.errors) == (1, 0)
+    (late,) = refresh(late)
+    assert late.file_delete_state == FileDeleteState.DONE
+
+
+def test_a_workunit_whose_purge_raises_does_not_stop_the_rest_of_its_batch(monkeypatch, project, app, now):
+    wus = [make_wu(project, app, now, name=n) for n in ("good0", "bad", "good1")]
+    Workunit.objects.filter(id__in=[wu.id for wu in wus]).update(file_delete_state=FileDeleteState.DONE)
+    real = purge._records
+
+    def records(batch, when):  # type: ignore[no-untyped-def]
+        if any(wu.name == "bad" for wu in batch):
+            raise RuntimeError("archive bug")
+        return real(batch, when)
+
+    monkeypatch.setattr(purge, "_records", records)
+
+    outcome = workunits_purge(project=project, now=now + timedelta(days=30), min_age_days=1)
+
+    assert (outcome.items, outcome.errors) == (2, 1)
+    assert list(Workunit.objects.values_list("name", flat=True)) == ["bad"]

@@ -4,6 +4,7 @@ validated once and every valid result credited once; a claim skips what another 
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 
 import pytest
@@ -16,6 +17,7 @@ from apps.work.domain.states import ValidateState
 from apps.work.models import Result, Workunit
 from apps.work.services import validator, workunits_transition, workunits_validate
 from tests.backend.conftest import make_host, make_wu, report, results_of, send
+from tests.factories import AppVersionFactory
 from tests.threads import in_thread
 
 pytestmark = [
@@ -99,3 +101,59 @@ def test_a_claim_skips_the_workunits_another_validator_holds(project, app, ready
         thread.join(30)
     assert errors == []
     assert [c.id for c in claimed] == [wu.id for wu in ready[1:]]
+
+
+def test_a_validator_does_not_wait_for_the_app_version_of_an_invalid_result_it_only_reads(
+    project, app, version, team, now
+):
+    """The credit batch locks the rows it writes: an app version whose only result in the
+    batch is invalid is read, so a writer holding it (the feeder) does not hold up validation."""
+    hosts = [make_host(project, team=team) for _ in range(3)]
+    other = AppVersionFactory(app=app, version_num=version.version_num + 1)
+    wu = make_wu(project, app, now, name="odd", target_nresults=3)
+    for r, host, v, output in zip(
+        results_of(wu), hosts, (version, version, other), (b"1\n", b"1\n", b"2\n"), strict=True
+    ):
+        send(r, host, v, now)
+        report(r, now, output=output)
+    workunits_transition(project=project, now=now)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with transaction.atomic():
+            AppVersion.objects.select_for_update().get(id=other.id)
+            locked.set()
+            release.wait(10)
+
+    holder, errors = in_thread(hold)
+    locked.wait(10)
+    began = time.monotonic()
+    outcome = workunits_validate(project=project, now=now)
+    took = time.monotonic() - began
+    release.set()
+    holder.join(20)
+
+    assert errors == []
+    assert (outcome.items, took < 5) == (1, True)
+    assert sorted(r.validate_state for r in results_of(wu)) == [
+        ValidateState.VALID,
+        ValidateState.VALID,
+        ValidateState.INVALID,
+    ]
+
+
+def test_a_validator_reads_the_outputs_before_it_locks_the_hosts_rows(monkeypatch, project, ready, now):
+    """Reading files may be slow: the scheduler RPCs of the batch's hosts must not wait for it."""
+    in_transaction = []
+    read = validator.payloads_read
+
+    def payloads_read(*args):  # type: ignore[no-untyped-def]
+        in_transaction.append(connection.in_atomic_block)
+        return read(*args)
+
+    monkeypatch.setattr(validator, "payloads_read", payloads_read)
+
+    outcome = workunits_validate(project=project, now=now)
+
+    assert outcome.items == WORKUNITS
+    assert in_transaction == [False] * len(in_transaction) != []

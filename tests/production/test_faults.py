@@ -10,14 +10,15 @@ assimilate everything. Read with SQL from the stack's database (and the data are
 invariants must hold: no result sent to two hosts, none both reported and unsent or in
 progress, no acknowledged report lost, credit granted once per valid result, every valid
 result's outputs on disk as recorded, no workunit stuck. A workunit whose claim died with
-the pass that held it (a killed process, a lost database connection) waits for the claim's
-lease, ten minutes; such workunits are counted apart, and must be due again by then.
-Nothing else may be left, and neither the worker's main process nor PostgreSQL may have
+the pass that held it waits at most for the claim's lease (90 s, for a killed process; a
+pass that lost its connection releases its claims at its next pass), so the catch-up waits
+for those too, and none may be left held. Nothing else may be left, and neither the worker's main process nor PostgreSQL may have
 logged a failure (a result it could not record, a deadlock). ``pytest -s`` prints the figures.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from apps.core.stack import Stack
@@ -50,8 +52,8 @@ RECOVERY_BOUND = 90.0  # seconds a part may take to be back after a fault
 DRAIN_BOUND = 90.0  # seconds the hosts get to upload and report what they hold
 CATCH_UP_BOUND = 120.0  # seconds the daemons get to validate and assimilate everything
 STUCK_SECONDS = 60  # a transition time further in the past than this is a stuck workunit
-# A daemon pass claims a workunit for this long: one that died holding a claim (its process
-# killed, or its database connection lost) leaves the workunit until the lease runs out.
+# A daemon pass claims a workunit for this long: one whose process was killed holding a claim
+# leaves the workunit until the lease runs out.
 LEASE = max(m.CLAIM_LEASE for m in (validator, transitioner, assimilator)) + timedelta(seconds=5)
 # Two hours of work at 4 GFLOPS: each RPC (half an hour apart in simulated time) reports
 # about a quarter of a job per CPU.
@@ -96,31 +98,35 @@ class Figures:
     held_after_drain: int = 0
     catch_up_seconds: float = 0.0
     caught_up: bool = False
-    leased: int = 0  # reported workunits a dead pass's claim holds back until its lease ends
+    leased_before: int = 0  # reported workunits a pass's claim held when the catch-up began
+    leased: int = 0  # and when it ended (a dead pass's claim holds one until its lease ends)
     backlog_before: dict[str, int] = field(default_factory=dict)  # when the catch-up began
     worker_failures: list[str] = field(default_factory=list)  # lines of the worker's log
     deadlocks: list[str] = field(default_factory=list)  # lines of PostgreSQL's log
     violations: dict[str, list[object]] = field(default_factory=dict)
 
 
-def project_install_with_work(stack: Stack, work: Path) -> str:
+def project_install_with_work(stack: Stack, work: Path, slug: str = SLUG, workunits: int = WORKUNITS) -> str:
     """The project as an operator sets it up, with an app whose results need a quorum of
     two, and its workunits; its master URL."""
     master_url = project_install(
-        stack, SLUG, work, "twin",
+        stack, slug, work, "twin",
         "--min_quorum", "2", "--target_nresults", "2", "--max_error_results", "3",
         "--max_total_results", "6", "--max_success_results", "4", wu_template=WU_TEMPLATE,
     )  # fmt: skip
     stack.manage(
-        "create_work", "--project", SLUG, "--appname", "twin", "--stdin",
+        "create_work", "--project", slug, "--appname", "twin", "--stdin",
         "--wu_template", str(work / "wu.xml"), "--result_template", str(work / "result.xml"),
-        input="".join(f"--wu_name twin_{i:05d}\n" for i in range(WORKUNITS)),
+        input="".join(f"--wu_name twin_{i:05d}\n" for i in range(workunits)),
     )  # fmt: skip
     return master_url
 
 
-def hosts_make(stack: Stack, master_url: str) -> list[LeanHost]:
-    """Volunteers sign up with create_account.php; each attaches four small computers."""
+def hosts_make(
+    stack: Stack, master_url: str, *, count: int = HOSTS, accounts: int = ACCOUNTS, ncpus: int = 0
+) -> list[LeanHost]:
+    """Volunteers sign up with create_account.php; each attaches its share of the computers
+    (small ones, or of ``ncpus`` CPUs)."""
 
     def session() -> HttpSession:
         return HttpSession(timeout=30, context=stack.ssl_context)
@@ -130,19 +136,19 @@ def hosts_make(stack: Stack, master_url: str) -> list[LeanHost]:
         account_key(
             signup, master_url, email=f"v{i}@faults.example.org", password="pw-faults", user_name=f"V{i}"
         )
-        for i in range(ACCOUNTS)
+        for i in range(accounts)
     ]
     signup.close()
     rng = random.Random(22)
     gate = UploadGate()
     hosts = []
-    for i in range(HOSTS):
-        hardware = HostHardware(ncpus=rng.choice((2, 2, 4)), cpu_flops=rng.uniform(3e9, 5e9))
+    for i in range(count):
+        hardware = HostHardware(ncpus=ncpus or rng.choice((2, 2, 4)), cpu_flops=rng.uniform(3e9, 5e9))
         host = LeanHost(
             index=i,
             hardware=hardware,
             master_url=master_url,
-            authenticator=keys[i % ACCOUNTS],
+            authenticator=keys[i % accounts],
             session=session(),
             gate=gate,
             seed=22,
@@ -207,8 +213,8 @@ def kill_worker_and_restart(stack: Stack) -> None:
     stack.start_part("worker")
 
 
-def project_id(stack: Stack) -> int:
-    return int(sql(stack, "SELECT id FROM projects_project WHERE slug = %s", SLUG)[0][0])
+def project_id(stack: Stack, slug: str = SLUG) -> int:
+    return int(sql(stack, "SELECT id FROM projects_project WHERE slug = %s", slug)[0][0])
 
 
 def backlog(stack: Stack, pid: int) -> dict[str, int]:
@@ -225,7 +231,7 @@ def backlog(stack: Stack, pid: int) -> dict[str, int]:
         "to validate": row[0],
         "to assimilate": row[1],
         "transition due": row[2],
-        "reported, unfinished": sum(1 for *_, leased in unfinished_workunits(stack, pid) if not leased),
+        "reported, unfinished": len(unfinished_workunits(stack, pid)),
     }
 
 
@@ -366,7 +372,10 @@ def figures_table(figures: Figures, stream: LeanStream, backlog_left: dict[str, 
         ("drain: seconds, jobs still held", f"{figures.drain_seconds:.1f}, {figures.held_after_drain}"),
         ("backlog when the catch-up began", ", ".join(f"{k} {v}" for k, v in figures.backlog_before.items())),
         ("catch-up seconds (bound)", f"{figures.catch_up_seconds:.1f} ({CATCH_UP_BOUND:.0f})"),
-        ("reported workunits a dead pass's claim holds", f"{figures.leased} (until its lease, {LEASE})"),
+        (
+            "reported workunits a claim holds: catch-up start, end",
+            f"{figures.leased_before}, {figures.leased} (a dead pass's until its lease, {LEASE})",
+        ),
         ("backlog left", ", ".join(f"{k} {v}" for k, v in backlog_left.items())),
         ("failures in the worker's main process", f"{len(figures.worker_failures)}"),
         ("deadlocks in PostgreSQL", f"{len(figures.deadlocks)}"),
@@ -433,6 +442,7 @@ def test_under_load_restarts_and_kills_lose_nothing_and_the_daemons_catch_up(pro
 
     started = time.monotonic()
     left = figures.backlog_before = backlog(stack, pid)
+    figures.leased_before = sum(1 for *_, leased in unfinished_workunits(stack, pid) if leased)
     while any(left.values()) and time.monotonic() - started < CATCH_UP_BOUND:
         time.sleep(1)
         left = backlog(stack, pid)
@@ -448,6 +458,7 @@ def test_under_load_restarts_and_kills_lose_nothing_and_the_daemons_catch_up(pro
     assert all(f.rpcs_before > 0 for f in figures.faults), "a fault happened with no load"
     assert figures.held_after_drain == 0
     assert figures.caught_up, left
+    assert figures.leased == 0
     unexplained = {k: n for k, n in summary.error_kinds if not any(e in k for e in EXPECTED_KINDS)}
     assert unexplained == {}, summary.errors[:20]
     assert {name: rows[:5] for name, rows in figures.violations.items() if rows} == {}
@@ -458,3 +469,81 @@ def test_under_load_restarts_and_kills_lose_nothing_and_the_daemons_catch_up(pro
         pid, int(AssimilateState.DONE),
     )[0][0]  # fmt: skip
     assert assimilated > 100  # the pipeline ran: validated pairs, credit, assimilation
+
+
+CATCH_UP_SLUG = "catchup"
+CATCH_UP_HOSTS = 4
+CATCH_UP_RESULTS = 1200  # reported by the four hosts, then PostgreSQL restarts
+CATCH_UP_SHARE = 0.99  # of them validated within CATCH_UP_BOUND of the restart
+
+
+def validated_share(stack: Stack, pid: int) -> tuple[int, int]:
+    """(results checked by the validator, results reported a success)."""
+    row = sql(
+        stack,
+        "SELECT count(*) FILTER (WHERE validate_state <> %s), count(*) FROM work_result"
+        " WHERE project_id = %s AND server_state = %s AND outcome = %s",
+        int(ValidateState.INIT), pid, int(ServerState.OVER), int(Outcome.SUCCESS),
+    )[0]  # fmt: skip
+    return int(row[0]), int(row[1])
+
+
+def batch_begun(stack: Stack, timeout: float) -> bool:
+    """Wait until a daemon's batch is in its transaction, past its claim (a statement on the
+    results or the host_app_versions in a transaction); whether one was seen."""
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(stack.env["DATABASE_URL"], autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                " AND (query LIKE '%work_result%' OR query LIKE '%hostappversion%')"
+            ).fetchone()
+            if row and row[0]:
+                return True
+            time.sleep(0.01)
+    return False
+
+
+def test_a_database_restart_while_the_worker_catches_up_holds_no_batch_for_the_lease(
+    production_stack, tmp_path
+):
+    """Four hosts report 1,200 results; PostgreSQL restarts while the worker validates them.
+    The batches the restart cut must not wait for their claims' lease."""
+    stack = production_stack
+    master_url = project_install_with_work(stack, tmp_path, CATCH_UP_SLUG, CATCH_UP_RESULTS // 2)
+    pid = project_id(stack, CATCH_UP_SLUG)
+    hosts = hosts_make(stack, master_url, count=CATCH_UP_HOSTS, accounts=CATCH_UP_HOSTS, ncpus=32)
+    stream = LeanStream(hosts, think=(0.5, 1.0), seed=31)
+    try:
+        stream.start()
+        until(
+            lambda: sum(len(set(h.stats.received)) for h in hosts) >= CATCH_UP_RESULTS,
+            timeout=300,
+            what="every result sent",
+        )
+    finally:
+        stream.stop()
+        stack_heal(stack)
+    held = stream.drain(timeout=DRAIN_BOUND)
+    stream.close()
+    # The restart cuts a daemon's batch: one is in its transaction, past its claim.
+    cut = batch_begun(stack, timeout=60)
+    checked, reported = validated_share(stack, pid)
+    stack.restart("postgres")
+    restarted = time.monotonic()
+    progress = []
+    while time.monotonic() - restarted < CATCH_UP_BOUND:
+        time.sleep(5)
+        with contextlib.suppress(psycopg.OperationalError):
+            progress.append((time.monotonic() - restarted, *validated_share(stack, pid)))
+        if progress and progress[-1][1] == progress[-1][2]:
+            break
+    print(  # noqa: T201 - the figures, shown by pytest -s
+        f"\ncatch-up after a PostgreSQL restart (a batch cut: {cut}): {reported} results reported, {checked}"
+        " validated at the restart; then " + ", ".join(f"{t:.0f} s: {v}" for t, v, _ in progress)
+    )
+
+    assert held == 0
+    assert reported >= CATCH_UP_RESULTS
+    assert progress[-1][1] >= CATCH_UP_SHARE * progress[-1][2], progress

@@ -222,9 +222,12 @@ class _Batch:
         keys |= {hav_key(o.host_id, o.app_version_id, o.anonymous_proc_type) for o in judged}
         havs = locked_havs(app, keys)
         hosts = locked_rows(Host, (j.host_id for j in jobs), _HOST)
-        versions = locked_rows(
-            AppVersion, [*(j.app_version_id for j in jobs), *(o.app_version_id for o in judged)]
-        )
+        # Only the versions of valid jobs take credit: those are locked. The versions of
+        # invalid results are read for their averages alone, and locking them too would hold
+        # up every other validator of the version for nothing.
+        versions = locked_rows(AppVersion, (j.app_version_id for j in jobs))
+        read = {o.app_version_id for o in judged if o.app_version_id} - versions.keys()
+        averages = {**AppVersion.objects.in_bulk(read), **versions} if read else versions
         return cls(
             app=app,
             policy=credit_policy(app),
@@ -234,7 +237,7 @@ class _Batch:
             stats={key: hav_stats(hav) for key, hav in havs.items()},
             hosts=hosts,
             versions=versions,
-            av_stats={i: app_version_stats(v) for i, v in versions.items()},
+            av_stats={i: app_version_stats(v) for i, v in averages.items()},
             ledger=Ledger.load(app, (j.account_id for j in jobs), now),
             partial=partial_credit_of([j.result_id for j in jobs]),
         )

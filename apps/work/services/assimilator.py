@@ -6,8 +6,8 @@ One pass:
    transaction: read those whose retry time has come (oldest first; at most half the pass
    while new ones wait), then new ones (no retry time, id order), locked with ``SKIP
    LOCKED`` on PostgreSQL so that another assimilator reading at the same time takes others;
-   then one UPDATE counts an attempt on each and sets its retry time to a 10-minute lease,
-   as the validator claims. The attempt count it sets is this worker's claim.
+   then one UPDATE counts an attempt on each and sets its retry time to a short lease
+   (apps.work.services.claims). The attempt count it sets is this worker's claim.
 2. Read the claimed workunits with their apps and canonical results in one query, and the
    canonical results' uploaded outputs in another.
 3. In one transaction, call the app's hook once per workunit, as BOINC calls
@@ -21,9 +21,15 @@ One pass:
 
 Times of claims and failures are the pass's ``now`` advanced by the time the pass has run.
 When that clock moves on (it counts whole seconds, as BOINC's times), steps 3-4 commit what
-they have and the workunits not yet handed over get a new lease from the new time: a
-workunit reached late in a long pass gets its whole lease, a hook that fails slowly backs off
-from when it failed, and a transaction holds SQLite's write lock for about a second at most.
+they have: a hook that fails slowly backs off from when it failed, and a transaction holds
+SQLite's write lock for about a second at most. Once half a lease has passed since the
+claims were last leased, the workunits not yet handed over get a new lease from the new
+time, in one statement: a workunit reached late in a long pass is still this worker's.
+
+A transaction of steps 3-4 that fails (a statement of step 4, its commit) is rolled back and
+its workunits handed over again one per transaction. A pass that loses its database
+connection stops; the workunits it had claimed and not handed over are released at the
+process's next pass, or by their lease if the process died (apps.work.services.claims).
 
 A hook that raises has its database writes rolled back (a savepoint opened just before its
 first statement, so a hook that never touches the database costs none) and its on_commit
@@ -61,20 +67,34 @@ from django.utils.module_loading import import_string
 
 from apps.applications.models import App
 from apps.core import clock
-from apps.core.db import ModelColumns, any_of, array_literal, db_datetime, fetch_rows, quoted_table
+from apps.core.db import (
+    ModelColumns,
+    any_of,
+    array_literal,
+    connection_lost,
+    db_datetime,
+    execute_many,
+    fetch_rows,
+    quoted_table,
+)
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import AssimilateState, ErrorMask
 from apps.work.models import Result, Workunit
+from apps.work.services.claims import (
+    CLAIM_LEASE,
+    LeaseClock,
+    claims_abandon,
+    claims_release,
+    lease_until,
+    one_by_one,
+)
 from apps.work.services.comparisons import OutputNames, output_files_of
 
 logger = logging.getLogger(__name__)
 
 AssimilateHook = Callable[[Workunit, Result | None, list[Path]], str | Path | None]
 
-# As the validator's claim. It outlasts the Celery task that took it (CELERY_TASK_TIME_LIMIT,
-# 600 s from the task's start), so under Celery a lease runs out only once its worker is gone.
-CLAIM_LEASE = timedelta(minutes=10)
 RETRY_FIRST = timedelta(minutes=1)
 RETRY_MAX = timedelta(hours=1)
 ERROR_FRAMES = 5
@@ -156,6 +176,11 @@ class _Tally:
         )
         self.lost.append(wu_id)
 
+    def add(self, other: _Tally) -> None:
+        self.done += other.done
+        self.failed += other.failed
+        self.lost += other.lost
+
 
 def workunits_assimilate(
     *,
@@ -169,31 +194,64 @@ def workunits_assimilate(
     ``monotonic`` measures how long the pass has run (tests give a clock a hook advances)."""
     now = now or clock.now()
     limit = limit or settings.COBBLESTONE_DAEMON_BATCH
-    at = _pass_clock(now, monotonic)
-    leased_at = at()
-    pending = _claim(project, leased_at, limit)
-    batch = _Batch(project, pending)
+    claims_release("assimilator", lambda claims: _claims_release(claims, now))
+    at = LeaseClock(now, monotonic)
+    pending = _claim(project, at.leased, limit)
     tally = _Tally()
-    while pending:
-        if at() != leased_at:
-            leased_at = at()
-            pending = _lease_renew(pending, leased_at)
-            continue
-        handled = _hand_over(batch, pending, leased_at, at, tally)
-        pending = pending[handled:]
+    try:
+        batch = _Batch(project, pending)
+        while pending:
+            renew_at = at.renew_due()
+            if renew_at is not None:
+                pending = _lease_renew(pending, renew_at)
+                continue
+            handled, abandoned = _hand_over_safely(batch, pending, at, tally)
+            pending = abandoned + pending[handled:] if abandoned else pending[handled:]
+            if abandoned:
+                break
+    except Exception:
+        if not connection_lost():
+            raise
+    errors = len(tally.failed) + len(tally.lost)
+    if pending:
+        # The database is away: the next pass releases these once it answers again.
+        claims_abandon("assimilator", pending)
+        note = f"{len(pending)} workunit(s) left for the next pass: the database connection was lost"
+        return DaemonPass(items=tally.done, errors=errors + len(pending), message=note)
     message = _pass_message(_waiting_count(project, at()), tally.failed, tally.lost)
-    return DaemonPass(items=tally.done, errors=len(tally.failed) + len(tally.lost), message=message)
+    return DaemonPass(items=tally.done, errors=errors, message=message)
 
 
-def _pass_clock(now: datetime, monotonic: Callable[[], float]) -> Callable[[], datetime]:
-    """``now`` advanced by the time since this call, in whole seconds as BOINC's times: a
-    pass shorter than a second writes the times of the ``now`` it was given."""
-    began = monotonic()
+def _hand_over_safely(
+    batch: _Batch, pending: list[_Claim], at: LeaseClock, tally: _Tally
+) -> tuple[int, list[_Claim]]:
+    """Steps 3-4 for the pending workunits until the pass clock moves on: how many it took,
+    and those it could not hand over because the database connection was lost. A failed
+    transaction is tried again one workunit per transaction."""
+    taken: list[_Claim] = []
+    part = _Tally()
+    try:
+        handled = _hand_over(batch, pending, at(), at, part, taken)
+    except Exception:
+        connection_lost()
+        logger.warning(
+            "assimilator: a batch of %d failed; handing them over one by one", len(taken), exc_info=True
+        )
+    else:
+        tally.add(part)
+        return handled, []
 
-    def at() -> datetime:
-        return now + timedelta(seconds=int(monotonic() - began))
+    def one(claims: Sequence[_Claim]) -> _Tally:
+        alone = _Tally()
+        _hand_over(batch, list(claims), at(), at, alone, [])
+        return alone
 
-    return at
+    retried = one_by_one("assimilator", taken, one, lambda c: f"workunit {c.id}")
+    for alone in retried.results:
+        tally.add(alone)
+    # One that failed alone keeps its lease and is tried again when it runs out.
+    tally.failed += [f"{c.id}: its hand-over failed" for c in retried.failed]
+    return len(taken), retried.abandoned
 
 
 def _pass_message(waiting: int, failed: list[str], lost: list[int]) -> str:
@@ -220,7 +278,7 @@ def _claim(project: Project, now: datetime, limit: int) -> list[_Claim]:
             f"UPDATE {quoted_table(Workunit)} SET assimilate_attempts = assimilate_attempts + 1, "
             f"assimilate_retry_time = %s WHERE {where} AND assimilate_state = %s "
             "RETURNING id, assimilate_attempts",
-            [db_datetime(now + CLAIM_LEASE), *params, READY],
+            [db_datetime(lease_until(now)), *params, READY],
         )
     attempts = dict(rows)
     return [_Claim(wu_id, attempts[wu_id]) for wu_id in ids if wu_id in attempts]
@@ -350,17 +408,24 @@ class _HookRun:
 
 
 def _hand_over(
-    batch: _Batch, pending: list[_Claim], leased_at: datetime, at: Callable[[], datetime], tally: _Tally
+    batch: _Batch,
+    pending: list[_Claim],
+    started: datetime,
+    at: Callable[[], datetime],
+    tally: _Tally,
+    taken: list[_Claim],
 ) -> int:
-    """Steps 3-4 for the pending workunits until the pass clock moves on; how many it took."""
+    """Steps 3-4 for the pending workunits until the pass clock moves on from ``started``; how
+    many it took (``taken``: those it took, as it goes, for a retry if the transaction fails)."""
     done: list[tuple[_Claim, str]] = []
     failures: list[tuple[_Claim, datetime, Exception]] = []
     handled = 0
     with transaction.atomic():
         for claim in pending:
-            if handled and at() != leased_at:
+            if handled and at() != started:
                 break
             handled += 1
+            taken.append(claim)
             wu = batch.workunits.get(claim.id)
             if wu is None or wu.assimilate_state != READY or wu.assimilate_attempts != claim.attempts:
                 tally.lose(claim.id)  # gone, or claimed again, between the claim and the read
@@ -371,7 +436,7 @@ def _hand_over(
                     path = batch.hook(wu.app)(wu, wu.canonical_result, batch.output_paths(wu))
                 path = str(path or "")[:500]
                 wrote = run.wrote
-                if wrote and not _mark_done([(claim, path)], leased_at):
+                if wrote and not _mark_done([(claim, path)], started):
                     raise _ClaimLost
             except _ClaimLost as exc:
                 run.close(exc)
@@ -389,7 +454,7 @@ def _hand_over(
                     tally.done += 1
                 else:
                     done.append((claim, path))
-        _record(done, failures, leased_at, tally)
+        _record(done, failures, started, tally)
     return handled
 
 
@@ -439,7 +504,7 @@ def _write_claimed(
     are those of ``sets``."""
     source, source_params = _values(rows, ("bigint", "integer", *types))
     sql = (
-        f"WITH v (wu, claim, {', '.join(columns)}) AS ({source}) UPDATE {quoted_table(Workunit)} AS w SET {sets} "
+        f"WITH v ({', '.join(['wu', 'claim', *columns])}) AS ({source}) UPDATE {quoted_table(Workunit)} AS w SET {sets} "
         "FROM v WHERE w.id = v.wu AND w.assimilate_attempts = v.claim AND w.assimilate_state = %s "
         "RETURNING id"  # unqualified: SQLite's RETURNING sees only the table written
     )
@@ -468,11 +533,22 @@ def _mark_failed(failures: Sequence[tuple[_Claim, datetime, Exception]]) -> set[
 
 
 def _lease_renew(pending: list[_Claim], now: datetime) -> list[_Claim]:
-    """A new lease from ``now`` for the workunits not yet handed over, and those of them this
-    worker still holds (one whose lease ran out may have gone to another worker)."""
-    rows = [(c.id, c.attempts, db_datetime(now + CLAIM_LEASE)) for c in pending]
-    held = _write_claimed(["lease"], ["timestamptz"], rows, "assimilate_retry_time = v.lease", [])
+    """A new lease from ``now`` for the workunits not yet handed over, in one statement, and
+    those of them this worker still holds (one whose lease ran out may have gone to another
+    worker)."""
+    rows = [(c.id, c.attempts) for c in pending]
+    held = _write_claimed([], [], rows, "assimilate_retry_time = %s", [db_datetime(lease_until(now))])
     return [c for c in pending if c.id in held]
+
+
+def _claims_release(claims: list[_Claim], now: datetime) -> None:
+    """Claims an interrupted pass left: due again now, where the claim is still theirs (the
+    attempt count it set, as every write of the module checks it)."""
+    execute_many(
+        f"UPDATE {quoted_table(Workunit)} SET assimilate_retry_time = %s "
+        "WHERE id = %s AND assimilate_attempts = %s AND assimilate_state = %s",
+        [(db_datetime(now), c.id, c.attempts, READY) for c in claims],
+    )
 
 
 def _error_text(exc: Exception) -> str:

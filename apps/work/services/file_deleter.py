@@ -19,11 +19,16 @@ different rows), reading each table once and writing it once per state it sets:
 3. Input files kept for the working set (READY): deleted once out of it and unused.
 
 Deleting a file that is already gone counts as done, so an interrupted pass is simply redone.
+A step whose transaction fails is tried again one row at a time, so one failing row holds up
+only itself; a row that fails alone is left out of the process's batches for a while
+(apps.work.services.claims.FailedAlone).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -40,6 +45,7 @@ from apps.projects.services import DaemonPass
 from apps.protocol.filenames import partial_upload_name
 from apps.work.domain.states import FileDeleteState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.services.claims import FailedAlone, rows_batch_run
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +61,25 @@ def files_delete(*, project: Project, now: datetime | None = None, limit: int | 
     """One file-deleter pass (steps in the module doc)."""
     now = now or clock.now()
     limit = limit or settings.COBBLESTONE_DAEMON_BATCH
-    states = _workunits_files_delete(project, limit) + _results_files_delete(project, 3 * limit)
+    states: list[int] = []
+    failed = 0
+    for step, rows in ((_workunits_files_delete, limit), (_results_files_delete, 3 * limit)):
+        done = rows_batch_run("file deleter", _FAILED[step], functools.partial(step, project, rows))
+        states += [state for batch in done.results for state in batch]
+        failed += len(done.failed) + len(done.abandoned)
     items = len(states) + _deferred_input_files_delete(project, limit)
-    return DaemonPass(items=items, errors=states.count(ERROR))
+    return DaemonPass(items=items, errors=states.count(ERROR) + failed)
+
+
+def _picked(only: Sequence[int] | None, skip: list[int]) -> tuple[str, list[Any]]:
+    """The condition on ``id`` of a batch's rows: just ``only``, or any but ``skip``."""
+    if only is not None:
+        where, params = any_of("id", list(only), "bigint")
+        return f" AND {where}", params
+    if skip:
+        where, params = any_of("id", skip, "bigint")
+        return f" AND NOT ({where})", params
+    return "", []
 
 
 def _skip_locked() -> str:
@@ -179,14 +201,18 @@ def _unlink(path: Path) -> bool:
     return True
 
 
-def _workunits_files_delete(project: Project, limit: int) -> list[int]:
-    """Step 1; the states the workunits got."""
+def _workunits_files_delete(
+    project: Project, limit: int, only: Sequence[int] | None, skip: list[int], taken: list[int]
+) -> list[int]:
+    """Step 1; the states the workunits got (``only``, ``skip``, ``taken``: rows_batch_run)."""
+    picked, picked_params = _picked(only, skip)
     with transaction.atomic():
         rows = fetch_rows(
-            f"SELECT id, name FROM {quoted_table(Workunit)} WHERE project_id = %s AND file_delete_state = %s "
-            f"ORDER BY id LIMIT %s{_skip_locked()}",
-            [project.id, READY, limit],
+            f"SELECT id, name FROM {quoted_table(Workunit)} WHERE project_id = %s AND file_delete_state = %s"
+            f"{picked} ORDER BY id LIMIT %s{_skip_locked()}",
+            [project.id, READY, *picked_params, limit],
         )
+        taken += [wu_id for wu_id, _name in rows]
         if not rows:
             return []
         where, params = any_of("workunit_id", [wu_id for wu_id, _name in rows], "bigint")
@@ -219,17 +245,21 @@ def _workunits_files_delete(project: Project, limit: int) -> list[int]:
     return list(states.values())
 
 
-def _results_files_delete(project: Project, limit: int) -> list[int]:
-    """Step 2; the states the results got."""
+def _results_files_delete(
+    project: Project, limit: int, only: Sequence[int] | None, skip: list[int], taken: list[int]
+) -> list[int]:
+    """Step 2; the states the results got (``only``, ``skip``, ``taken``: rows_batch_run)."""
+    picked, picked_params = _picked(only, skip)
     with transaction.atomic():
         ids = [
             row[0]
             for row in fetch_rows(
-                f"SELECT id FROM {quoted_table(Result)} WHERE project_id = %s AND file_delete_state = %s "
-                f"ORDER BY id LIMIT %s{_skip_locked()}",
-                [project.id, READY, limit],
+                f"SELECT id FROM {quoted_table(Result)} WHERE project_id = %s AND file_delete_state = %s"
+                f"{picked} ORDER BY id LIMIT %s{_skip_locked()}",
+                [project.id, READY, *picked_params, limit],
             )
         ]
+        taken += ids
         if not ids:
             return []
         where, params = any_of("result_id", ids, "bigint")
@@ -264,3 +294,7 @@ def _deferred_input_files_delete(project: Project, limit: int) -> int:
             files.settle(f, exclude=None, finished=set())
         files.write()
     return sum(f.state != READY for f in files.files.values())
+
+
+# The rows each step's process leaves out for a while after they failed alone.
+_FAILED = {_workunits_files_delete: FailedAlone(), _results_files_delete: FailedAlone()}

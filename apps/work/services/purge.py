@@ -26,7 +26,10 @@ read them as one stream). Each line is a JSON object::
 
 Times are ISO 8601 in UTC; state fields keep BOINC's numbers. A pass interrupted between the
 archive write and the commit archives those workunits again next time, so a reader should
-keep the last line per workunit id.
+keep the last line per workunit id. A batch whose transaction fails is tried again one
+workunit per transaction (each its own gzip member), so one failing workunit holds up only
+itself; one that fails alone is left out of the process's batches for a while
+(apps.work.services.claims.FailedAlone).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import functools
 import gzip
 import json
 import os
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,7 @@ from apps.projects.models import DaemonRun, Project
 from apps.projects.services import DaemonPass, daemon_lock
 from apps.work.domain.states import FileDeleteState, SequenceState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.services.claims import FailedAlone, rows_batch_run
 
 ARCHIVE_FORMAT = 1
 DAEMON_RUN_KEEP = timedelta(days=30)
@@ -74,18 +79,51 @@ def workunits_purge(
     with daemon_lock(f"work.purge:{project.pk}") as held:
         if not held:
             return DaemonPass(message="skipped: another purge pass is running")
-        with transaction.atomic():
-            wus = _purgeable_lock(project, cutoff, limit)
-            if wus:
-                archive_append(archive_path(project, now.date()), _records(wus, now))
-                _workunits_delete([wu.id for wu in wus])
+        done = rows_batch_run(
+            "db_purge",
+            _FAILED,
+            lambda only, skip, taken: _purge(project, cutoff, now, limit, only, skip, taken),
+        )
+        purged = sum(done.results)
         orphans = _orphan_input_files_delete(project)
         DaemonRun.objects.filter(project=project, started__lt=now - DAEMON_RUN_KEEP).delete()
-    return DaemonPass(items=len(wus) + orphans, message=f"{len(wus)} workunits archived")
+    errors = len(done.failed) + len(done.abandoned)
+    return DaemonPass(items=purged + orphans, errors=errors, message=f"{purged} workunits archived")
 
 
-def _purgeable_lock(project: Project, cutoff: datetime, limit: int) -> list[Workunit]:
-    """Step 1: the workunits to purge, every column, in id order."""
+# The workunits this process leaves out for a while after they failed alone.
+_FAILED = FailedAlone()
+
+
+def _purge(
+    project: Project,
+    cutoff: datetime,
+    now: datetime,
+    limit: int,
+    only: Sequence[int] | None,
+    skip: list[int],
+    taken: list[int],
+) -> int:
+    """Steps 1-4 in one transaction (``only``, ``skip``, ``taken``: rows_batch_run); how many
+    workunits it purged."""
+    with transaction.atomic():
+        wus = _purgeable_lock(project, cutoff, limit, only, skip)
+        taken += [wu.id for wu in wus]
+        if wus:
+            archive_append(archive_path(project, now.date()), _records(wus, now))
+            _workunits_delete([wu.id for wu in wus])
+    return len(wus)
+
+
+def _purgeable_lock(
+    project: Project, cutoff: datetime, limit: int, only: Sequence[int] | None, skip: list[int]
+) -> list[Workunit]:
+    """Step 1: the workunits to purge, every column, in id order (just ``only``, or any but
+    ``skip``)."""
+    picked, picked_params = "", []
+    if only is not None or skip:
+        picked, picked_params = any_of("w.id", list(only if only is not None else skip), "bigint")
+        picked = f" AND {picked}" if only is not None else f" AND NOT ({picked})"
     sequences = Workunit._meta.get_field("sequence").related_model
     lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     rows = fetch_rows(
@@ -93,8 +131,8 @@ def _purgeable_lock(project: Project, cutoff: datetime, limit: int) -> list[Work
         f"LEFT JOIN {quoted_table(sequences)} s ON s.id = w.sequence_id "
         "WHERE w.project_id = %s AND w.file_delete_state = %s AND w.create_time <= %s "
         "AND (w.sequence_id IS NULL OR s.state IN (%s, %s)) "
-        f"AND NOT EXISTS (SELECT 1 FROM {quoted_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s) "
-        f"ORDER BY w.id LIMIT %s{lock}",
+        f"AND NOT EXISTS (SELECT 1 FROM {quoted_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s)"
+        f"{picked} ORDER BY w.id LIMIT %s{lock}",
         [
             project.id,
             DONE,
@@ -102,6 +140,7 @@ def _purgeable_lock(project: Project, cutoff: datetime, limit: int) -> list[Work
             int(SequenceState.ENDED),
             int(SequenceState.ERROR),
             db_datetime(cutoff),
+            *picked_params,
             limit,
         ],
     )

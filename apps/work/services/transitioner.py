@@ -3,10 +3,9 @@
 One pass, in batches of up to ``CLAIM_BATCH`` workunits until ``limit`` are handled:
 
 1. Claim the project's due workunits (transition_time <= now), oldest first, by setting
-   their transition_time to a short lease (now + 10 min) in one statement: on PostgreSQL
-   the due rows are picked ``FOR UPDATE SKIP LOCKED``, so concurrent workers claim
-   disjoint batches; a workunit another worker claimed first is no longer due. One whose
-   worker died is picked up again when the lease runs out.
+   their transition_time to a short lease (apps.work.services.claims) in one statement: on
+   PostgreSQL the due rows are picked ``FOR UPDATE SKIP LOCKED``, so concurrent workers
+   claim disjoint batches; a workunit another worker claimed first is no longer due.
 2. In one transaction per batch: lock the host_app_versions of results past their
    deadline (a scheduler RPC's lock order), then the batch's results (id order, as the
    validator locks a workunit's), read them and the workunits (with their projects'
@@ -24,7 +23,9 @@ One pass, in batches of up to ``CLAIM_BATCH`` workunits until ``limit`` are hand
 
 A batch that fails is rolled back and its workunits are tried again one by one, each in
 its own transaction, so one failing workunit holds up only itself (until its lease runs
-out and the next pass tries it again).
+out and a pass tries it again). A pass that loses its database connection stops; the
+workunits it had claimed and not handled are released at the process's next pass
+(apps.work.services.claims), or by their lease if the process died.
 
 Applying a plan and planning again gives an empty plan, so a second pass changes nothing.
 """
@@ -73,12 +74,21 @@ from apps.work.domain.transitions import (
     plan_transition,
 )
 from apps.work.models import Result, Workunit
+from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
+from apps.work.services.claims import (
+    LeaseClock,
+    TimeClaim,
+    batch_run,
+    claims_abandon,
+    claims_release,
+    lease_until,
+    transition_claims_release,
+)
 from apps.work.services.create import results_create
 from apps.work.services.host_outcomes import host_app_versions_lock_for_workunits, host_outcomes
 
 logger = logging.getLogger(__name__)
 
-CLAIM_LEASE = timedelta(minutes=10)
 # Workunits claimed and handled together: one transaction, a few statements per table.
 CLAIM_BATCH = 200
 # BOINC pushes a backlogged workunit 2 * lag later, within these bounds.
@@ -164,52 +174,40 @@ def workunits_transition(
 ) -> DaemonPass:
     """One transitioner pass over the project's due workunits (steps in the module doc)."""
     now = now or clock.now()
+    claims_release("transitioner", transition_claims_release)
+    at = LeaseClock(now)
     remaining = limit or settings.COBBLESTONE_DAEMON_BATCH
     claimed = changed = errors = 0
     while remaining > 0:
         size = min(CLAIM_BATCH, remaining)
         # Each batch is claimed just before it is handled, so its lease is all its own.
-        claims = _claim_due(project.id, now, size)
+        claims = _claim_due(project.id, now, size, lease_until(at()))
         claimed += len(claims)
         remaining -= len(claims)
-        batch_changed, batch_errors = _transition_claimed(claims, now)
-        changed += batch_changed
-        errors += batch_errors
+        if not claims:
+            break
+        done = batch_run("transitioner", claims, lambda c: workunits_transition_batch(c, now), _name)
+        changed += sum(o.changed for outcomes in done.results for o in outcomes)
+        errors += len(done.failed) + len(done.abandoned)
+        if done.abandoned:
+            # The database is away: the next pass releases these once it answers again.
+            claims_abandon(
+                "transitioner", [TimeClaim(c.workunit_id, c.lease, now - c.lag) for c in done.abandoned]
+            )
+            break
         if len(claims) < size:
             break
     return DaemonPass(items=changed, errors=errors, message=f"{claimed} due")
 
 
-def _transition_claimed(claims: list[Claim], now: datetime) -> tuple[int, int]:
-    """(workunits changed, workunits failed); a failed batch is tried again one by one."""
-    if not claims:
-        return 0, 0
-    try:
-        return sum(o.changed for o in workunits_transition_batch(claims, now)), 0
-    except Exception:
-        if len(claims) == 1:
-            # The lease runs out and the next pass retries; the transaction left nothing half done.
-            logger.exception("transitioner: workunit %s failed", claims[0].workunit_id)
-            return 0, 1
-        logger.warning(
-            "transitioner: a batch of %d workunits failed; trying them one by one", len(claims), exc_info=True
-        )
-    changed = errors = 0
-    for claim in claims:
-        c, e = _transition_claimed([claim], now)
-        changed += c
-        errors += e
-    return changed, errors
+def _name(claim: Claim) -> str:
+    return f"workunit {claim.workunit_id}"
 
 
-def _lease(now: datetime) -> datetime:
-    # Microseconds from the claim make the lease value this worker's own.
-    return now + CLAIM_LEASE + timedelta(microseconds=clock.now().microsecond)
-
-
-def _claim_due(project_id: int, now: datetime, size: int) -> list[Claim]:
-    """Claim up to ``size`` of the project's due workunits, oldest first (step 1)."""
-    lease = _lease(now)
+def _claim_due(project_id: int, now: datetime, size: int, lease: datetime | None = None) -> list[Claim]:
+    """Claim up to ``size`` of the project's due workunits, oldest first (step 1); ``lease``:
+    the transition time the claim writes (default: a lease from ``now``)."""
+    lease = lease or lease_until(now)
     if connection.vendor == "postgresql":
         table = quoted_table(Workunit)
         rows = fetch_rows(

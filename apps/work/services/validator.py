@@ -4,37 +4,44 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
 
 1. Claim a batch of workunits with need_validate set in one conditional UPDATE (PostgreSQL:
    ``FOR UPDATE SKIP LOCKED``, so two validators take different workunits), clearing
-   need_validate and setting a transition_time not yet due to a 10-minute lease: if this
-   worker dies before it commits, the transitioner flags the workunits again then.
-2. In one transaction for the batch: lock the host_app_versions of the results to judge (a
+   need_validate and setting a transition_time not yet due to a short lease
+   (apps.work.services.claims): if this worker dies before it commits, the transitioner
+   flags the workunits again then.
+2. Before any lock, read the batch's workunits and results and, for the results each
+   workunit would compare, their outputs from the upload area: the files are read while
+   nothing waits for this batch.
+3. In one transaction for the batch: lock the host_app_versions of the results to judge (a
    scheduler RPC locks them before its results and host), then the batch's results (id order,
-   as the transitioner does); read the workunits, their apps and the output files of the
-   results to check, each in one statement; read the outputs from the upload area and let
-   ``plan_validation`` (apps.work.domain.validation) decide for each workunit with the app's
-   comparison: case A (a canonical result exists) compares each new success with it; case B
-   runs ``check_set`` for a quorum. A result whose outputs are missing or unreadable gets the
-   VALIDATE_ERROR outcome.
-3. ``credit_grant_batch`` grants the newly valid results their credit (host, user, team, app
+   as the transitioner does), and read the workunits and their apps again; what is to judge is
+   decided again from these rows, and outputs step 2 did not read (a result reported since)
+   are read now. ``plan_validation`` (apps.work.domain.validation) decides for each workunit
+   with the app's comparison: case A (a canonical result exists) compares each new success
+   with it; case B runs ``check_set`` for a quorum. A result whose outputs are missing or
+   unreadable gets the VALIDATE_ERROR outcome.
+4. ``credit_grant_batch`` grants the newly valid results their credit (host, user, team, app
    version; case A: the canonical result's credit) and counts the invalid ones against their
    host_app_version, workunit after workunit in id order, as one call per workunit would.
-4. Write the results (validate state, outcome, claimed and granted credit), the unsent
+5. Write the results (validate state, outcome, claimed and granted credit), the unsent
    siblings no longer needed, and the workunits (canonical result, assimilation, error bits,
    target_nresults, transition_time), one statement per table for the whole batch.
-5. After the commit, a step of a work sequence moves its sequence on (seed 001).
+6. After the commit, a step of a work sequence moves its sequence on (seed 001).
 
 A workunit whose outputs cannot be read now (the upload area unreadable) is left out of its
 batch: need_validate stays off and the transitioner flags it again within 6 hours, as BOINC
 does. If the batch raises, it is rolled back and its workunits are validated again one per
 transaction, so one failing workunit never holds up the others; the one that fails again is
-logged, and the transitioner flags it again when the claim's lease runs out (10 minutes).
+logged, and the transitioner flags it again when the claim's lease runs out. A pass that
+loses its database connection stops, and its process releases the claims it had not
+handled at its next pass (apps.work.services.claims).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -67,9 +74,18 @@ from apps.work.domain.validation import (
     transient_retry_time,
 )
 from apps.work.models import Result, Workunit
+from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
+from apps.work.services.claims import (
+    LeaseClock,
+    TimeClaim,
+    batch_run,
+    claims_abandon,
+    claims_release,
+    lease_until,
+    transition_claims_release,
+)
 from apps.work.services.comparisons import (
     Comparison,
-    OutputNames,
     Payload,
     TransientValidationError,
     comparison_for,
@@ -91,7 +107,6 @@ RESULT_FIELDS = [
     "runtime_outlier",
 ]
 
-CLAIM_LEASE = timedelta(minutes=10)
 # Workunits per claim and transaction. The statements of a batch do not depend on its size;
 # its transaction holds the locks of the batch's hosts, so a scheduler RPC of one of them
 # waits for the batch (a few tenths of a second at this size).
@@ -145,6 +160,11 @@ _WORKUNIT = ModelColumns(
     ],
 )
 _CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
+# What decides the outputs a batch reads before its locks (_Outputs.read_early).
+_EARLY_WORKUNIT = ModelColumns(Workunit, "w", ["id", "app", "canonical_result", "error_mask"])
+_EARLY_RESULT = ModelColumns(
+    Result, "r", ["id", "workunit", "server_state", "outcome", "validate_state", "file_delete_state"]
+)
 _APP = ModelColumns(App, "a")
 _PROJECT = ModelColumns(Project, "p")
 
@@ -176,29 +196,45 @@ def workunits_validate(
 ) -> DaemonPass:
     """One validator pass over the project's workunits that need validation (module doc)."""
     now = now or clock.now()
+    claims_release("validator", _claims_release)
+    at = LeaseClock(now)
     remaining = limit or settings.COBBLESTONE_DAEMON_BATCH
     total = DaemonPass()
     for app_id in App.objects.filter(project=project).order_by("id").values_list("id", flat=True):
         while remaining > 0:
             wanted = min(remaining, BATCH)
-            claimed = workunits_claim(app_id=app_id, now=now, limit=wanted)
+            lease = lease_until(at())
+            claimed = workunits_claim(app_id=app_id, now=now, limit=wanted, lease=lease)
             remaining -= len(claimed)
             if claimed:
-                total += _validate_claimed(claimed, now)
+                done, abandoned = _validate_claimed(claimed, now)
+                total += done
+                if abandoned:
+                    # The database is away: the next pass releases these once it answers again.
+                    claims_abandon(
+                        "validator", [TimeClaim(c.id, lease, c.transition_time) for c in abandoned]
+                    )
+                    return total
             if len(claimed) < wanted:
                 break  # the app has no more (or another validator holds them)
     return total
 
 
-def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
+def _claims_release(claims: list[TimeClaim]) -> None:
+    transition_claims_release(claims, need_validate=True)
+
+
+def workunits_claim(
+    *, app_id: int, now: datetime, limit: int, lease: datetime | None = None
+) -> list[Claimed]:
     """Claim up to ``limit`` of the app's workunits that need validation, lowest ids first:
-    clear need_validate and set transition_time to a lease, so should this worker die before
-    committing their validation, the transitioner flags them again then. A transition time
-    already due stays; any later one is replaced, a transitioner's own lease too, or that
-    transitioner's commit would write its planned time over the claim and leave nobody to
-    flag the workunit again. The claim commits at once; workunits another validator holds or
-    has claimed are skipped."""
-    lease = db_datetime(now + CLAIM_LEASE)
+    clear need_validate and set transition_time to a lease (default: one from ``now``), so
+    should this worker die before committing their validation, the transitioner flags them
+    again then. A transition time already due stays; any later one is replaced, a
+    transitioner's own lease too, or that transitioner's commit would write its planned time
+    over the claim and leave nobody to flag the workunit again. The claim commits at once;
+    workunits another validator holds or has claimed are skipped."""
+    lease_value = db_datetime(lease or lease_until(now))
     table = quoted_table(Workunit)
     new_time = (
         "CASE WHEN w.transition_time IS NULL OR w.transition_time > %s THEN %s ELSE w.transition_time END"
@@ -208,7 +244,7 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
         rows = fetch_rows(
             f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
             f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {_CLAIMED.sql()}",
-            [db_datetime(now), lease, app_id, limit],
+            [db_datetime(now), lease_value, app_id, limit],
         )
     else:
         # SQLite has one writer: the transaction holds the write lock from its start, so the
@@ -220,7 +256,7 @@ def workunits_claim(*, app_id: int, now: datetime, limit: int) -> list[Claimed]:
             ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
             execute(
                 f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
-                [False, db_datetime(now), lease, *id_params],
+                [False, db_datetime(now), lease_value, *id_params],
             )
     claimed = [_CLAIMED.build(row) for row in rows]
     return sorted((Claimed(wu.id, wu.transition_time) for wu in claimed), key=lambda c: c.id)
@@ -232,34 +268,31 @@ class _BatchOutcome:
     transient: dict[int, str] = field(default_factory=dict)  # workunit id -> why
 
 
-def _validate_claimed(claimed: Sequence[Claimed], now: datetime) -> DaemonPass:
-    """Validate claimed workunits in one transaction; if it raises, one per transaction."""
-    try:
-        batch = _validate_batch([c.id for c in claimed], now)
-    except Exception as exc:
-        if len(claimed) > 1:
-            logger.warning(
-                "validator: a batch of %d failed (%s); validating them one by one", len(claimed), exc
-            )
-            total = DaemonPass()
-            for c in claimed:
-                total += _validate_claimed([c], now)
-            return total
-        # Rolled back. need_validate stays off: the claim's lease has the transitioner flag the
-        # workunit again within 10 minutes. Setting it back at once made a workunit that always
-        # fails come first in every pass, and ``limit`` of them stopped validation for good.
-        logger.exception("validator: workunit %s failed; retried after the lease", claimed[0].id)
-        return DaemonPass(errors=1)
-    if batch.transient:
-        for wu_id, why in batch.transient.items():
-            logger.warning("validator: workunit %s: %s; retrying later", wu_id, why)
-        _retry_later([c for c in claimed if c.id in batch.transient], now)
+def _validate_claimed(claimed: Sequence[Claimed], now: datetime) -> tuple[DaemonPass, list[Claimed]]:
+    """Validate claimed workunits in one transaction; if it raises, one per transaction. A
+    workunit that fails on its own keeps need_validate off: the claim's lease has the
+    transitioner flag it again. Setting it back at once made a workunit that always fails
+    come first in every pass, and ``limit`` of them stopped validation for good. Also the
+    claims left unhandled because the database connection was lost."""
+    done = batch_run("validator", claimed, lambda cs: _validate_batch([c.id for c in cs], now), _name)
+    transient: dict[int, str] = {}
     handled = 0
-    for outcome in batch.outcomes:
-        handled += outcome.changed
-        if outcome.changed and outcome.sequence_id is not None:
-            _sequence_progress(outcome.workunit_id, now)
-    return DaemonPass(items=handled, errors=len(batch.transient))
+    for batch in done.results:
+        transient.update(batch.transient)
+        for outcome in batch.outcomes:
+            handled += outcome.changed
+            if outcome.changed and outcome.sequence_id is not None:
+                _sequence_progress(outcome.workunit_id, now)
+    if transient:
+        for wu_id, why in transient.items():
+            logger.warning("validator: workunit %s: %s; retrying later", wu_id, why)
+        _retry_later([c for c in claimed if c.id in transient], now)
+    errors = len(done.failed) + len(done.abandoned) + len(transient)
+    return DaemonPass(items=handled, errors=errors), done.abandoned
+
+
+def _name(claimed: Claimed) -> str:
+    return f"workunit {claimed.id}"
 
 
 def _sequence_progress(wu_id: int, now: datetime) -> None:
@@ -309,24 +342,18 @@ class _Judging:
 
 
 def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
-    """Steps 2-4 of the pass for workunits of one app, in one transaction."""
+    """Steps 2-5 of the pass for workunits of one app: the outputs read first, then one
+    transaction."""
     batch = _BatchOutcome()
+    outputs = _Outputs.read_early(wu_ids)
     with transaction.atomic():
         host_app_versions_lock_for_workunits(wu_ids, _JUDGED, _JUDGED_PARAMS)
-        rows = _locked_results(wu_ids)
-        wus = _workunits(wu_ids)
-        if len({wu.app_id for wu in wus}) > 1:
-            raise ValueError("a validator batch holds the workunits of one app")
-        by_wu: dict[int, list[Result]] = {wu.id: [] for wu in wus}
-        for r in rows:
-            by_wu[r.workunit_id].append(r)
-        judging = [j for wu in wus if (j := _to_judge(wu, by_wu[wu.id])) is not None]
+        wus, judging = _judging(wu_ids)
         if judging:
-            comparison = comparison_for(wus[0].app)
-            outputs = output_files_of(_to_read(judging)) if comparison.reads_files else {}
+            outputs.comparison = outputs.comparison or comparison_for(wus[0].app)
             for j in judging:
                 try:
-                    _plan(j, comparison, outputs, now)
+                    _plan(j, outputs, now)
                 except TransientValidationError as exc:
                     batch.transient[j.wu.id] = str(exc)
             judging = [j for j in judging if j.wu.id not in batch.transient]
@@ -334,6 +361,76 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
         judged = {j.wu.id: j for j in judging}
         batch.outcomes = [_outcome(wu, judged.get(wu.id)) for wu in wus if wu.id not in batch.transient]
     return batch
+
+
+def _judging(wu_ids: Sequence[int]) -> tuple[list[Workunit], list[_Judging]]:
+    """The workunits, and what there is to judge in them, from their results, locked."""
+    rows = _locked_results(wu_ids)
+    wus = _workunits(wu_ids)
+    if len({wu.app_id for wu in wus}) > 1:
+        raise ValueError("a validator batch holds the workunits of one app")
+    by_wu: dict[int, list[Result]] = {wu.id: [] for wu in wus}
+    for r in rows:
+        by_wu[r.workunit_id].append(r)
+    return wus, [j for wu in wus if (j := _to_judge(wu, by_wu[wu.id])) is not None]
+
+
+class _Outputs:
+    """The outputs a batch compares, by result id.
+
+    Read before the batch locks anything (``read_early``): reading files may take long (a
+    network file system, large outputs), and the locks of the batch's host_app_versions
+    and results hold up the scheduler RPCs of its hosts meanwhile. A result's outputs do not
+    change once it is reported, and one whose files are deleted since (a canonical result)
+    has its file_delete_state, read under the lock, say so; outputs the batch needs and
+    did not read early (a result reported in between) are read under the lock.
+    """
+
+    def __init__(
+        self, comparison: Comparison | None = None, payloads: dict[int, Payload] | None = None
+    ) -> None:
+        self.comparison = comparison
+        self.payloads = payloads or {}
+
+    @classmethod
+    def read_early(cls, wu_ids: Sequence[int]) -> _Outputs:
+        """The outputs the batch would compare now. The rows are read without locks, only
+        the columns that decide what is to judge, in one statement."""
+        cond, params = any_of("w.id", list(wu_ids), "bigint")
+        rows = fetch_rows(
+            f"SELECT {_EARLY_WORKUNIT.sql()}, {_EARLY_RESULT.sql()} FROM {quoted_table(Workunit)} w"
+            f" JOIN {quoted_table(Result)} r ON r.workunit_id = w.id WHERE {cond} ORDER BY r.id",
+            params,
+        )
+        wus: dict[int, Workunit] = {}
+        by_wu: dict[int, list[Result]] = {}
+        for row in rows:
+            wu = wus.get(row[0])
+            if wu is None:
+                wu = wus[row[0]] = _EARLY_WORKUNIT.build(row)
+            by_wu.setdefault(wu.id, []).append(_EARLY_RESULT.build(row, _EARLY_WORKUNIT.width))
+        judging = [j for wu in wus.values() if (j := _to_judge(wu, by_wu[wu.id])) is not None]
+        if not judging:
+            return cls()
+        app = App.objects.select_related("project").get(id=judging[0].wu.app_id)
+        comparison = comparison_for(app)
+        if not comparison.reads_files:
+            return cls(comparison)
+        names = output_files_of(_to_read(judging))
+        payloads: dict[int, Payload] = {}
+        for j in judging:
+            # One that cannot be read now is read again, and reported, under the lock.
+            with contextlib.suppress(TransientValidationError):
+                payloads.update(payloads_read(app.project, _to_read([j]), comparison, names))
+        return cls(comparison, payloads)
+
+    def read(self, project: Project, result_ids: Sequence[int]) -> dict[int, Payload]:
+        assert self.comparison is not None
+        missing = [i for i in result_ids if i not in self.payloads]
+        if missing:
+            names = output_files_of(missing) if self.comparison.reads_files else {}
+            self.payloads.update(payloads_read(project, missing, self.comparison, names))
+        return {i: self.payloads[i] for i in result_ids}
 
 
 def _to_judge(wu: Workunit, rows: list[Result]) -> _Judging | None:
@@ -387,34 +484,41 @@ def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
 
 
 def _to_read(judging: list[_Judging]) -> list[int]:
-    """The results whose outputs the batch may compare."""
-    return [r.id for j in judging for r in j.candidates] + [j.canonical.id for j in judging if j.canonical]
+    """The results whose outputs the batch may compare (not a canonical one whose files are
+    deleted)."""
+    return [r.id for j in judging for r in j.candidates] + [
+        j.canonical.id
+        for j in judging
+        if j.canonical is not None and j.canonical.file_delete_state != FileDeleteState.DONE
+    ]
 
 
-def _plan(j: _Judging, comparison: Comparison, outputs: dict[int, OutputNames], now: datetime) -> None:
-    """Read the outputs and plan the workunit's validation (case A or B)."""
+def _plan(j: _Judging, outputs: _Outputs, now: datetime) -> None:
+    """Plan the workunit's validation (case A or B) on its outputs."""
     wu = j.wu
+    assert outputs.comparison is not None
+    compare = outputs.comparison.compare
     if not j.case_a:
-        payloads = payloads_read(wu.project, [r.id for r in j.candidates], comparison, outputs)
+        payloads = outputs.read(wu.project, [r.id for r in j.candidates])
         j.plan = plan_validation(
             _validation_workunit(wu),
             [ValidationCandidate(r.id, payloads[r.id], VS(r.validate_state)) for r in j.candidates],
-            compare=comparison.compare,
+            compare=compare,
             init=_readable,
             now=now.timestamp(),
         )
         return
     canonical, canonical_payload = j.canonical, None
     if canonical is not None and canonical.file_delete_state != FileDeleteState.DONE:
-        canonical_payload = payloads_read(wu.project, [canonical.id], comparison, outputs)[canonical.id]
+        canonical_payload = outputs.read(wu.project, [canonical.id])[canonical.id]
     if canonical is None or canonical_payload is None:
         j.too_late = True  # the canonical output is gone: the late results can no longer be checked
         return
-    payloads = payloads_read(wu.project, [r.id for r in j.candidates], comparison, outputs)
+    payloads = outputs.read(wu.project, [r.id for r in j.candidates])
     j.plan = plan_validation(
         _validation_workunit(wu),
         [ValidationCandidate(r.id, payloads[r.id]) for r in j.candidates],
-        compare=comparison.compare,
+        compare=compare,
         init=_readable,
         now=now.timestamp(),
         canonical=ValidationCandidate(canonical.id, canonical_payload, VS.VALID),
