@@ -134,7 +134,7 @@ class ProjectPrefsForm(forms.Form):
                 else "Use CPU must stay on: this project's tasks all run on the CPU.",
                 code="no_resources",
             )
-        for name, value in data.items():
+        for name, value in list(data.items()):
             if name.startswith(SPECIFIC_PREFIX) and value and xml_safe_text(value) != value:
                 self.add_error(name, "Use printable characters only.")
         return data

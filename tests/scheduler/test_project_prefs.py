@@ -96,8 +96,8 @@ def test_other_apps_wait_while_a_selected_app_has_work_even_when_allowed(
 
 
 def test_the_selection_of_the_hosts_venue_applies(client, project, account, cpu_app, other_app):
-    make_jobs(project, cpu_app, 1, prefix="a")
-    make_jobs(project, other_app, 1, prefix="b")
+    make_jobs(project, cpu_app, 2, prefix="a")
+    make_jobs(project, other_app, 2, prefix="b")
     save(account, ProjectPrefs(apps_selected=(cpu_app.id,)), work=ProjectPrefs(apps_selected=(other_app.id,)))
     first = rpc(client, project, make_request(account.authenticator))
     Host.objects.filter(pk=first.hostid).update(venue="work")
