@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.applications.services import AppFileSpec, app_create, app_version_add
 from apps.hosts.models import Host
@@ -132,3 +134,18 @@ def test_stored_preferences_that_are_not_xml_fall_back_to_the_columns(client, pr
     make_jobs(project, cpu_app, 1)
     reply = rpc(client, project, make_request(account.authenticator))
     assert len(reply.results) == 1
+
+
+def test_stored_preferences_and_an_app_selection_add_no_statement(
+    client, project, account, cpu_app, other_app
+):
+    make_jobs(project, cpu_app, 4)
+    first = rpc(client, project, make_request(account.authenticator))
+    ask = {"hostid": first.hostid, "cpu_req_secs": 1.0, "work_req_seconds": 1.0}
+    with CaptureQueriesContext(connection) as plain:
+        rpc(client, project, make_request(account.authenticator, rpc_seqno=1, **ask))
+    save(account, ProjectPrefs(resource_share=250, apps_selected=(cpu_app.id,)))
+    with CaptureQueriesContext(connection) as selecting:
+        reply = rpc(client, project, make_request(account.authenticator, rpc_seqno=2, **ask))
+    assert len(reply.results) == 1
+    assert len(selecting) == len(plain)
