@@ -80,6 +80,7 @@ class AppAdmin(admin.ModelAdmin):
                     "beta",
                     "non_cpu_intensive",
                     "weight",
+                    "prefs_fields",
                     "create_time",
                 ]
             },

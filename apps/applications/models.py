@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.utils.module_loading import import_string
 
 from apps.applications.domain.job_bounds import MAX_DELAY_BOUND, job_bounds_problems
+from apps.applications.domain.pref_fields import parse_pref_fields
 from apps.core.averages import AverageColumns, average_columns
 from apps.core.domain.resources import ProcType
 
@@ -116,6 +117,16 @@ class App(models.Model):
         ),
     )
 
+    # Project preferences (the volunteer's page, sent in <project_specific>).
+    prefs_fields = models.TextField(
+        blank=True,
+        help_text=(
+            "Extra project preferences this app reads, one per line as name: label (e.g. "
+            "color_scheme: Colour scheme of the graphics). Volunteers set them on the project "
+            "preferences page; jobs find them in the client's project_specific preferences."
+        ),
+    )
+
     class Meta:
         ordering = ["project_id", "name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="app_unique_name")]
@@ -132,6 +143,7 @@ class App(models.Model):
             for problem in job_bounds_problems({f: getattr(self, f) for f in JOB_DEFAULT_FIELDS})
             if not any(self._fails_own_validators(f) for f in problem.fields)
         ]
+        errors += [f"Project preferences: {p}" for p in parse_pref_fields(self.prefs_fields)[1]]
         stored = (
             App.objects.filter(pk=self.pk).values("assimilator", "sequence_hook").first() if self.pk else None
         )

@@ -94,18 +94,23 @@ class GlobalPrefsDoc:
     def with_venue(self, name: str, prefs: ComputingPrefs | None) -> GlobalPrefsDoc:
         """The document with venue ``name`` set to ``prefs`` (None removes it), venues kept
         in BOINC's order."""
-        if name not in VENUES:
-            raise ProtocolError(f"unknown venue {name[:20]!r}: use one of {', '.join(VENUES)}")
-        current = dict(self.venues)
-        if prefs is None:
-            current.pop(name, None)
-        else:
-            current[name] = prefs
-        return replace(self, venues=tuple((v, current[v]) for v in VENUES if v in current))
+        return replace(self, venues=venues_with(self.venues, name, prefs))
 
     def for_venue(self, name: str) -> ComputingPrefs:
         """What a host in venue ``name`` runs by, as the client picks it."""
         return self.venue(name) or self.primary
+
+
+def venues_with(venues: tuple[tuple[str, Any], ...], name: str, prefs: Any) -> tuple[tuple[str, Any], ...]:
+    """``venues`` with venue ``name`` set to ``prefs`` (None removes it), in BOINC's order."""
+    if name not in VENUES:
+        raise ProtocolError(f"unknown venue {name[:20]!r}: use one of {', '.join(VENUES)}")
+    current = dict(venues)
+    if prefs is None:
+        current.pop(name, None)
+    else:
+        current[name] = prefs
+    return tuple((v, current[v]) for v in VENUES if v in current)
 
 
 def _read_set(element: Any, where: str) -> ComputingPrefs:

@@ -1,10 +1,12 @@
-"""The volunteer's project preferences page: processors to use (no_cpu, no_gpus) and "Run test
+"""The volunteer's project preferences page: processors to use (no_cpu, no_<gpu>) and "Run test
 applications?" (allow_beta_work)."""
 
 from __future__ import annotations
 
 import pytest
 
+from apps.applications.services import AppFileSpec, app_create, app_version_add
+from apps.scheduler.services.prefs import account_project_prefs_get
 from apps.volunteers.models import Account
 from tests.factories import AccountFactory
 
@@ -23,7 +25,25 @@ def logged_in(client, project, account):  # type: ignore[no-untyped-def]
     return client
 
 
-BOTH_PROCESSORS = {"use_cpu": "on", "use_gpus": "on"}
+BOTH_PROCESSORS = {"resource_share": "100", "use_cpu": "on", "use_nvidia": "on"}
+
+
+@pytest.fixture(autouse=True)
+def gpu_app(project, tmp_path):  # type: ignore[no-untyped-def]
+    """An app with a CPU and an NVIDIA version: the page asks about both."""
+    worker = tmp_path / "worker.sh"
+    worker.write_text("#!/bin/sh\n")
+    app = app_create(project=project, name="mixed")
+    for plan_class in ("", "cuda"):
+        app_version_add(
+            project=project,
+            app_name="mixed",
+            version_num=100,
+            platform_name="x86_64-pc-linux-gnu",
+            plan_class=plan_class,
+            files=[AppFileSpec(path=worker)],
+        )
+    return app
 
 
 def test_volunteer_turns_on_test_applications(logged_in, project, account):
@@ -41,22 +61,24 @@ def test_volunteer_turns_off_test_applications(logged_in, project, account):
     assert account.allow_beta_work is False
 
 
-def test_volunteer_turns_off_gpus(logged_in, project, account):
-    logged_in.post(f"/{project.slug}/account/prefs/", {"use_cpu": "on"})
+def test_volunteer_turns_off_the_nvidia_gpu(logged_in, project, account):
+    logged_in.post(f"/{project.slug}/account/prefs/", {"resource_share": "100", "use_cpu": "on"})
     account.refresh_from_db()
-    assert (account.no_cpu, account.no_gpus) == (False, True)
+    prefs = account_project_prefs_get(account).primary
+    assert (prefs.no_cpu, prefs.no_cuda) == (False, True)
 
 
 def test_volunteer_turns_off_the_cpu(logged_in, project, account):
-    logged_in.post(f"/{project.slug}/account/prefs/", {"use_gpus": "on"})
+    logged_in.post(f"/{project.slug}/account/prefs/", {"resource_share": "100", "use_nvidia": "on"})
     account.refresh_from_db()
-    assert (account.no_cpu, account.no_gpus) == (True, False)
+    prefs = account_project_prefs_get(account).primary
+    assert (prefs.no_cpu, prefs.no_cuda) == (True, False)
 
 
 def test_prefs_page_shows_both_processors_on_by_default(logged_in, project, account):
     page = logged_in.get(f"/{project.slug}/account/prefs/").content.decode()
     assert 'id="id_use_cpu" checked>' in page
-    assert 'id="id_use_gpus" checked>' in page
+    assert 'id="id_use_nvidia" checked>' in page
 
 
 def test_prefs_page_shows_the_saved_choice(logged_in, project, account):

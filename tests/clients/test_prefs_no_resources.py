@@ -1,5 +1,5 @@
-"""Project preferences refuse to turn off both the CPU and the GPUs: the scheduler would then
-send the volunteer's computers nothing."""
+"""Project preferences refuse to turn off every processor type the project has applications
+for: the scheduler would then send the volunteer's computers nothing."""
 
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ def logged_in(client, project, account):  # type: ignore[no-untyped-def]
     return client
 
 
-def test_unticking_cpu_and_gpus_shows_an_error(logged_in, project, account):
-    response = logged_in.post(f"/{project.slug}/account/prefs/", {"allow_beta_work": "on"})
+def test_unticking_the_cpu_of_a_cpu_only_project_shows_an_error(logged_in, project, account):
+    response = logged_in.post(
+        f"/{project.slug}/account/prefs/", {"resource_share": "100", "allow_beta_work": "on"}
+    )
     assert response.status_code == 200
-    assert "Choose at least one of Use CPU and Use GPUs" in response.content.decode()
+    assert "Use CPU must stay on: this project&#x27;s tasks all run on the CPU." in response.content.decode()
 
 
-def test_unticking_cpu_and_gpus_saves_nothing(logged_in, project, account):
-    logged_in.post(f"/{project.slug}/account/prefs/", {"allow_beta_work": "on"})
+def test_unticking_every_processor_saves_nothing(logged_in, project, account):
+    logged_in.post(f"/{project.slug}/account/prefs/", {"resource_share": "100", "allow_beta_work": "on"})
     account.refresh_from_db()
     assert (account.no_cpu, account.no_gpus, account.allow_beta_work) == (False, False, False)

@@ -15,7 +15,7 @@ from tests.factories import AccountFactory, HostFactory
 
 pytestmark = pytest.mark.django_db
 
-BOTH_PROCESSORS = {"use_cpu": "on", "use_gpus": "on"}
+BOTH_PROCESSORS = {"resource_share": "100", "use_cpu": "on"}
 CONSENT_LABEL = "Do you consent to exporting your data to BOINC statistics aggregation web sites?"
 
 
@@ -97,7 +97,8 @@ def test_hidden_computers_leave_the_user_page(logged_in, client, project, accoun
 
 
 def test_privacy_choices_leave_the_processor_choices_alone(logged_in, project, account):
-    logged_in.post(f"/{project.slug}/account/prefs/", {"use_cpu": "on"})
+    Account.objects.filter(pk=account.pk).update(no_gpus=True)
+    logged_in.post(f"/{project.slug}/account/prefs/", {"resource_share": "100", "use_cpu": "on"})
     account.refresh_from_db()
     assert (account.no_cpu, account.no_gpus, account.show_hosts, account.stats_export_consent) == (
         False,

@@ -21,7 +21,7 @@ from apps.scheduler.services.dispatch import Dispatcher, in_progress_limits, tra
 from apps.scheduler.services.hosts import account_authenticate, host_identify
 from apps.scheduler.services.lost import detached_results_over, lost_results_resend
 from apps.scheduler.services.need import work_need
-from apps.scheduler.services.prefs import global_prefs_exchange
+from apps.scheduler.services.prefs import global_prefs_exchange, rpc_project_prefs
 from apps.scheduler.services.reply import reply_build
 from apps.scheduler.services.reports import results_report
 from apps.scheduler.services.sources import WORK_SOURCES
@@ -43,6 +43,10 @@ BAD_AUTHENTICATOR = "Invalid or missing account key.  To fix, remove and add thi
 # (its reports are not taken either; the client keeps them).
 BLOCKED_HOST = "Not accepting requests from this host"
 BLOCKED_HOST_DELAY = 86400
+SELECTED_APPS_NO_WORK = (
+    "No tasks are available for the applications you have selected; you can allow other "
+    "applications in your project preferences"
+)
 
 
 def scheduler_request_handle(
@@ -97,6 +101,7 @@ def scheduler_request_handle(
                 messages=(ReplyMessage(text=BLOCKED_HOST, priority=MessagePriority.LOW),),
                 request_delay=BLOCKED_HOST_DELAY,
             )
+        ctx.prefs = rpc_project_prefs(ctx.account, ctx.host.venue)
         ctx.apps = project_catalog(project).apps
         host_app_versions_lock(ctx)
         # Before reports: a re-attached client dropped its tasks. After the host_app_version
@@ -146,15 +151,41 @@ def _send_work(ctx: RpcContext, versions: HostVersions) -> None:
     dispatcher = Dispatcher(ctx, versions, need, in_progress_limits(ctx, versions))
     # As BOINC: a reply that resends lost results carries no new work.
     if not lost_results_resend(dispatcher):
-        for source in WORK_SOURCES:
-            if not need.work_needed():
-                break
-            source(dispatcher)
+        if ctx.prefs.apps_selected:
+            _send_selected_apps_work(ctx, dispatcher)
+        else:
+            _run_sources(dispatcher)
     dispatcher.flush()
     if not ctx.sent:
         _explain_no_work(ctx, versions, need)
     else:
         ctx.message(f"Sent {len(ctx.sent)} task(s).")
+
+
+def _run_sources(dispatcher: Dispatcher) -> None:
+    for source in WORK_SOURCES:
+        if not dispatcher.need.work_needed():
+            break
+        source(dispatcher)
+
+
+def _send_selected_apps_work(ctx: RpcContext, dispatcher: Dispatcher) -> None:
+    """The volunteer chose applications: jobs of the others go only if they allow other
+    apps and no job of a chosen app could be sent in this RPC (BOINC's second scan)."""
+    versions = dispatcher.versions
+    every_app = versions.options
+    selected = set(ctx.prefs.apps_selected)
+    versions.options = {app_id: opts if app_id in selected else [] for app_id, opts in every_app.items()}
+    try:
+        _run_sources(dispatcher)
+    finally:
+        versions.options = every_app
+    if ctx.sent:
+        return
+    if ctx.prefs.allow_non_preferred_apps:
+        _run_sources(dispatcher)
+    else:
+        ctx.no_work_reason(SELECTED_APPS_NO_WORK)
 
 
 def _explain_no_work(ctx: RpcContext, versions: HostVersions, need: WorkNeed) -> None:

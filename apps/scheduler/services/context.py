@@ -11,6 +11,7 @@ from apps.core.db import WriteBatch
 from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
 from apps.protocol import ReplyMessage, SchedulerRequest, TrickleDown
+from apps.protocol.project_prefs import ProjectPrefs
 from apps.protocol.reply_types import MessagePriority
 from apps.scheduler.domain.policy import HostInstances, VersionOption
 from apps.volunteers.models import Account
@@ -38,6 +39,8 @@ class RpcContext:
     weak_auth: bool = False
     host: Host | None = None
     new_host: bool = False
+    # The volunteer's project preferences for the host's venue (set with the host).
+    prefs: ProjectPrefs = field(default_factory=ProjectPrefs)
     # The request had no hostid and its host was found by host_cpid (a detach and attach).
     reattached: bool = False
     messages: list[ReplyMessage] = field(default_factory=list)

@@ -3,7 +3,6 @@ builds it, and so does the locality source's second pass after the commit."""
 
 from __future__ import annotations
 
-from apps.core.domain.resources import ProcType
 from apps.scheduler.domain.policy import ResourceNeed, WorkNeed, clamp_frac, max_jobs_per_rpc
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.hosts import host_instances
@@ -36,11 +35,7 @@ def work_need(ctx: RpcContext) -> WorkNeed:
             ninstances=count,
             available_frac=frac,
         )
-    disallowed = set()
-    if account.no_gpus:
-        disallowed |= {p for p in resources if p.is_gpu}
-    if account.no_cpu:
-        disallowed.add(ProcType.CPU)
+    disallowed = {p for p in resources if ctx.prefs.refuses(p)}
     return WorkNeed(
         rsc_spec_request=wr.rsc_spec_request,
         seconds_to_fill=wr.work_req_seconds,

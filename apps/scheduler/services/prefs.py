@@ -18,6 +18,13 @@ from datetime import datetime
 from apps.hosts.models import Host
 from apps.protocol import ProtocolError, prefs_mod_time
 from apps.protocol.global_prefs import GlobalPrefsDoc, parse_global_prefs, render_global_prefs
+from apps.protocol.project_prefs import (
+    GPU_PREF_TAGS,
+    ProjectPrefs,
+    ProjectPrefsDoc,
+    parse_project_prefs,
+    render_project_prefs,
+)
 from apps.scheduler.services.context import RpcContext
 from apps.volunteers.models import Account
 from apps.volunteers.services import VENUE_CHOICES, AccountEditError
@@ -78,6 +85,63 @@ def account_project_prefs_set(
     changes = {name: value for name, value in given.items() if value is not None}
     if not changes:
         return
+    Account.objects.filter(pk=account.pk).update(**changes)
+    for name, value in changes.items():
+        setattr(account, name, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_project_prefs(text: str) -> ProjectPrefsDoc | None:
+    try:
+        return parse_project_prefs(text)
+    except ProtocolError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _column_prefs(no_cpu: bool, no_gpus: bool, allow_beta_work: bool) -> ProjectPrefs:
+    return ProjectPrefs(
+        no_cpu=no_cpu, allow_beta_work=allow_beta_work, **dict.fromkeys(GPU_PREF_TAGS.values(), no_gpus)
+    )
+
+
+def account_project_prefs_get(account: Account) -> ProjectPrefsDoc:
+    """The account's project preferences. The primary set's processor and beta switches are
+    the account's columns (what the admin and older pages set); a GPU type refused alone
+    is read from the stored preferences."""
+    doc = _parsed_project_prefs(account.project_prefs) if account.project_prefs else None
+    columns = _column_prefs(account.no_cpu, account.no_gpus, account.allow_beta_work)
+    if doc is None:
+        return ProjectPrefsDoc(primary=columns)
+    primary = doc.primary
+    gpus = {tag: getattr(primary, tag) for tag in GPU_PREF_TAGS.values()}
+    if account.no_gpus or primary.no_gpus:
+        gpus = dict.fromkeys(GPU_PREF_TAGS.values(), account.no_gpus)
+    return replace(
+        doc,
+        primary=replace(primary, no_cpu=account.no_cpu, allow_beta_work=account.allow_beta_work, **gpus),
+    )
+
+
+def rpc_project_prefs(account: Account, venue: str) -> ProjectPrefs:
+    """The set a host in ``venue`` runs by (BOINC's rule: the venue's own set if the
+    account has one, else the primary). An account with no stored preferences parses nothing."""
+    if not account.project_prefs:
+        return _column_prefs(account.no_cpu, account.no_gpus, account.allow_beta_work)
+    if _parsed_project_prefs(account.project_prefs) is None:
+        logger.warning("account %s: project preferences not used, not valid XML", account.id)
+    return account_project_prefs_get(account).for_venue(venue)
+
+
+def account_project_prefs_save(*, account: Account, doc: ProjectPrefsDoc) -> None:
+    """Store the project preferences as set on the web: the XML every host receives in its
+    next reply, and the primary set's switches in the columns. Writes those columns only."""
+    changes = {
+        "project_prefs": render_project_prefs(doc),
+        "no_cpu": doc.primary.no_cpu,
+        "no_gpus": doc.primary.no_gpus,
+        "allow_beta_work": doc.primary.allow_beta_work,
+    }
     Account.objects.filter(pk=account.pk).update(**changes)
     for name, value in changes.items():
         setattr(account, name, value)

@@ -164,7 +164,7 @@ def _project_options(
     for name in platforms:
         out.resources_with_versions |= catalog.platform_resources.get(name, frozenset())
     assert ctx.account is not None
-    offered = catalog.current_versions if ctx.account.allow_beta_work else catalog.released_versions
+    offered = catalog.current_versions if ctx.prefs.allow_beta_work else catalog.released_versions
     for version in offered:
         if version.platform.name not in platforms:
             continue
@@ -200,7 +200,7 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
     """Anonymous platform: the client's own app_versions are the menu (seed 003 -2/-3/-4)."""
     by_name = {a.name: a for a in out.apps.values()}
     assert ctx.account is not None
-    allow_beta = ctx.account.allow_beta_work
+    allow_beta = ctx.prefs.allow_beta_work
     for index, cav in enumerate(ctx.req.app_versions):
         app = by_name.get(cav.app_name)
         if app is None:
@@ -246,7 +246,7 @@ def beta_work_withheld(ctx: RpcContext) -> str | None:
     nothing was sent to a user who does not allow beta work in a project with beta apps.
     """
     account = ctx.account
-    if account is None or account.allow_beta_work:
+    if account is None or ctx.prefs.allow_beta_work:
         return None
     catalog = project_catalog(ctx.project)
     beta_apps = {app.id: app for app in catalog.apps.values() if app.beta}
