@@ -21,8 +21,9 @@ def credit_normalize_app(*, app_id: int) -> int:
 
     Rows are locked while read and written, so a concurrent validator's pfc sample lands
     either before (and is counted) or after (and is kept). With the project's
-    ``credit_version_median`` each version's pfc average first becomes the sample-median of
-    its hosts' averages (read before the locks are taken). Returns the rows changed.
+    ``credit_version_median`` each version's pfc average first becomes the median of its
+    hosts' averages (``version_pfc_median``, read before the locks are taken). Returns the
+    rows changed.
     """
     app = App.objects.select_related("project").get(id=app_id)
     policy = credit_policy(app)
