@@ -263,6 +263,17 @@ def test_normal_claim_adds_pfc_per_fpops_est_to_version_average():
     assert c.app_version_pfc == Average(n=501, avg=6.0 + 0.001 * (2.0 - 6.0))
 
 
+def test_with_the_median_a_settled_versions_average_only_counts_the_sample():
+    # The feeder's median of host averages is the version's average until its next pass.
+    c = claim(job(elapsed_time=100 * ELAPSED), policy=CreditPolicy(version_median=True))
+    assert c.app_version_pfc == Average(n=501, avg=6.0)
+
+
+def test_with_the_median_an_unsettled_versions_average_takes_the_sample():
+    c = claim(av=app_version(pfc=Average(n=3, avg=6.0)), policy=CreditPolicy(version_median=True))
+    assert c.app_version_pfc == Average(n=4, avg=6.0 + (2.0 - 6.0) / 4)
+
+
 def test_normal_claim_adds_elapsed_per_fpops_est_to_et():
     c = claim()
     assert c.host_app_version.et == AverageVar(n=1, avg=100.0 / FPOPS_EST, var=0.0, q=0.0)

@@ -12,6 +12,7 @@ from apps.credit.domain import (
     VersionScale,
     normalize_app_versions,
     sample_median,
+    version_pfc_median,
 )
 
 BOINC = CreditPolicy(normalization_rule=Rule.BOINC)
@@ -108,19 +109,50 @@ def test_gpu_only_app_without_a_matching_plan_class_uses_the_in_app_rule():
     assert result == VersionNormalization(min_avg_pfc=20.0, scales=(VersionScale(1, 1.0),))
 
 
-# --- the sample-median of host averages (seed 003's remedy for cheating hosts) -------------------
+# --- the median of host averages (seed 003's remedy for cheating hosts) -------------------------
 
 
 def test_sample_median_weights_each_host_average_by_its_samples():
     assert sample_median([Average(n=1, avg=9.0), Average(n=10, avg=2.0), Average(n=5, avg=3.0)]) == 2.0
 
 
-def test_one_inflated_host_moves_the_sample_median_by_at_most_one_rank():
-    honest = [Average(n=20, avg=a) for a in (4.0, 5.0, 6.0, 7.0, 8.0)]
-    assert sample_median(honest) == 6.0
-    assert sample_median([*honest, Average(n=20, avg=600.0)]) == 6.0
-    assert sample_median([*honest, Average(n=20, avg=600.0), Average(n=20, avg=700.0)]) == 7.0
+def test_sample_median_of_an_even_split_is_the_midpoint_or_with_lower_the_lower_value():
+    even = [Average(n=10, avg=a) for a in (4.0, 5.0, 7.0, 8.0)]
+    assert (sample_median(even), sample_median(even, lower=True)) == (6.0, 5.0)
 
 
 def test_sample_median_ignores_empty_and_broken_averages():
     assert sample_median([Average(), Average(n=3, avg=float("nan"))]) is None
+
+
+HONEST = [Average(n=30, avg=a) for a in (5.9, 6.7, 8.3, 9.2)]  # four hosts, efficiencies 0.3-0.7
+
+
+def test_one_inflated_host_among_four_leaves_the_version_median_as_without_it():
+    assert version_pfc_median([*HONEST, Average(n=30, avg=750.0)]) == version_pfc_median(HONEST) == 7.5
+
+
+def test_without_the_fence_one_inflated_host_among_four_moves_the_median_a_rank():
+    no_fence = CreditPolicy(version_median_fence=0)
+    assert version_pfc_median([*HONEST, Average(n=30, avg=750.0)], policy=no_fence) == 8.3
+
+
+def test_a_host_with_many_samples_counts_as_one_settled_host():
+    busy = Average(n=10_000, avg=9.0)
+    assert version_pfc_median([Average(n=10, avg=a) for a in (5.0, 6.0, 7.0)] + [busy]) == 6.5
+
+
+def test_a_host_with_few_samples_counts_for_less():
+    assert version_pfc_median([Average(n=10, avg=5.0), Average(n=10, avg=7.0), Average(n=1, avg=9.0)]) == 7.0
+
+
+def test_of_one_honest_host_and_one_inflated_host_the_honest_one_is_the_median():
+    assert version_pfc_median([Average(n=10, avg=6.0), Average(n=10, avg=600.0)]) == 6.0
+
+
+def test_a_host_far_below_the_others_is_left_out_too():
+    assert version_pfc_median([*HONEST, Average(n=30, avg=0.05)]) == 7.5
+
+
+def test_version_median_of_no_usable_host_is_none():
+    assert version_pfc_median([Average(), Average(n=5, avg=float("inf"))]) is None

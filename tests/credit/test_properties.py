@@ -25,6 +25,7 @@ from apps.credit.domain import (
     normalize_app_versions,
     probation_on_failure,
     update_rac,
+    version_pfc_median,
 )
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
@@ -158,6 +159,25 @@ def test_normalization_never_raises_credit_of_the_more_efficient_kind(vs):
     if result.min_avg_pfc is None:
         return
     assert any(s.pfc_scale <= 1 + 1e-12 for s in result.scales)
+
+
+@given(
+    st.lists(st.floats(min_value=1.0, max_value=4.0), min_size=1, max_size=30),
+    st.floats(min_value=10.0, max_value=1e6),
+    st.floats(min_value=1, max_value=1e6),
+)
+def test_one_host_inflated_past_the_fence_leaves_the_version_median_as_it_was(honest, inflate, n):
+    # Honest hosts within a factor 4 of each other; the cheater's average is over 10 x the largest.
+    settled = [Average(n=10, avg=a) for a in honest]
+    cheater = Average(n=n, avg=max(honest) * 10 * inflate / 9.9)
+    assert version_pfc_median([*settled, cheater]) == version_pfc_median(settled)
+
+
+@given(st.lists(st.builds(Average, n=st.floats(min_value=0, max_value=1e6), avg=finite), max_size=20))
+def test_the_version_median_lies_among_the_host_averages(hosts):
+    median = version_pfc_median(hosts)
+    usable = [a.avg for a in hosts if a.n > 0 and a.avg >= 0]
+    assert median is None if not usable else min(usable) <= median <= max(usable)
 
 
 @given(

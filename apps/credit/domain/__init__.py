@@ -38,6 +38,7 @@ from apps.credit.domain.normalization import (
     normalize_app_versions,
     reference_pfc,
     sample_median,
+    version_pfc_median,
 )
 from apps.credit.domain.peak import (
     ResourceUsage,
@@ -137,4 +138,5 @@ __all__ = [
     "update_error_rate",
     "update_quota",
     "update_rac",
+    "version_pfc_median",
 ]

@@ -169,7 +169,7 @@ def claimed_pfc(
     if app_version is None:  # unreachable: handled as "no app version info" above
         raise ValueError("app_version is required for a non-anonymous job")
     f, approx = _normal_pfc(pfc, hav, app_version, scaling=scaling, policy=policy, fpops_est=fpops_est)
-    new_av_pfc = None if sample is None else app_version.pfc.update(sample, policy.version_average)[0]
+    new_av_pfc = None if sample is None else _version_pfc(app_version.pfc, sample, policy)
     return PfcClaim(
         pfc=_safe(f, default),
         approx=approx,
@@ -179,6 +179,19 @@ def claimed_pfc(
         runtime_outlier=outlier,
         branch=ClaimBranch.NORMAL,
     )
+
+
+def _version_pfc(pfc: Average, sample: float, policy: CreditPolicy) -> Average:
+    """app_version.pfc with the job's sample. With ``policy.version_median``, once the version
+    is above its sample threshold (its average scales everyone's credit), the average is the
+    feeder's median of host averages and the sample is only counted: each sample would move it
+    until the next pass, so one host returning many inflated jobs (each up to the sample cap)
+    would raise everyone's credit meanwhile. Below the threshold the running average gives
+    the version a value between the feeder's passes."""
+    updated, _ = pfc.update(sample, policy.version_average)
+    if policy.version_median and pfc.above(policy.min_version_samples):
+        return Average(n=updated.n, avg=pfc.avg)
+    return updated
 
 
 def _anonymous_pfc(

@@ -46,19 +46,50 @@ class VersionNormalization:
 UNCHANGED = VersionNormalization(min_avg_pfc=None, scales=())
 
 
-def sample_median(averages: Iterable[Average]) -> float | None:
-    """The sample-median of some averages: each average stands for its ``n`` samples, and the
-    value reached at half the samples (counted in increasing order) is returned; None if
-    there are no samples. Seed 003 proposes it for app_version.pfc_avg, over the version's
-    host_app_version averages, because one host's inflated average cannot move it far."""
+def sample_median(averages: Iterable[Average], *, lower: bool = False) -> float | None:
+    """The median of some averages, each weighted by its ``n``: the value reached at half the
+    total weight (counted in increasing order), or the midpoint of the two values either side
+    when half the weight falls exactly between them (``lower``: the lower of the two); None if
+    there is no weight. Empty, negative and non-finite averages are ignored."""
     usable = sorted((a.avg, a.n) for a in averages if a.n > 0 and math.isfinite(a.avg) and a.avg >= 0)
     total = sum(n for _, n in usable)
     seen = 0.0
-    for avg, n in usable:
+    for i, (avg, n) in enumerate(usable):
         seen += n
+        if seen * 2 == total and i + 1 < len(usable) and not lower:
+            return (avg + usable[i + 1][0]) / 2
         if seen * 2 >= total:
             return avg
     return None
+
+
+def version_pfc_median(host_pfcs: Iterable[Average], *, policy: CreditPolicy = SEED_POLICY) -> float | None:
+    """An app version's pfc average as the median of its hosts' pfc averages, such that one
+    host that inflates its claims cannot move it, even among a handful of hosts.
+
+    A median alone is not enough with few hosts: one more host above them moves it up by a
+    rank, and among 4 hosts whose efficiencies differ twofold that is a quarter or more of
+    everyone's credit. So:
+
+    - each host weighs its number of samples, but at most the host sample threshold: a host
+      that returns many jobs counts no more than any other settled host, so a fast cheater
+      cannot own the median, while a host with a sample or two counts for little;
+    - a host whose average is more than ``policy.version_median_fence`` times above (or
+      below) the lower median of all hosts is left out, and the median is taken over the
+      others: no honest host's efficiency is that far from its peers', while a host that
+      reports a multiple of its elapsed time lands there, on the high side, at once. The
+      fence is centred on the lower median because inflated claims only ever lie above: of
+      one honest host and one such cheater, the honest one stays.
+
+    None if no host has a usable average.
+    """
+    weight = max(policy.min_host_samples, 1.0)
+    capped = [Average(n=min(a.n, weight), avg=a.avg) for a in host_pfcs]
+    centre = sample_median(capped, lower=True)
+    fence = policy.version_median_fence
+    if centre is None or centre <= 0 or fence <= 1:
+        return sample_median(capped)
+    return sample_median(a for a in capped if centre / fence <= a.avg <= centre * fence)
 
 
 def _weighted_avg(versions: Sequence[VersionPfc]) -> float:

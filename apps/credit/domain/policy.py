@@ -32,6 +32,9 @@ CONS_VALID_HOST_SCALE = 10
 # BOINC credit.h: substituted for a failed CPU benchmark (flops_estimate <= 0 or exactly 1e9).
 AVG_CPU_FPOPS = 4.3e9
 FAILED_BENCHMARK_FPOPS = 1e9
+# Not in the seed: host pfc averages this many times above or below the median of a version's
+# hosts are left out of its median (CreditPolicy.version_median).
+VERSION_MEDIAN_FENCE = 10.0
 # BOINC credit.h: the reference when only GPU versions have enough samples.
 DEFAULT_GPU_SCALE = 0.1
 # BOINC validator: "1 TeraFLOP-year" (200 credits/day * 1000 GFLOPS * 365 days).
@@ -64,11 +67,14 @@ class CreditPolicy:
         The seed's cheat bounds: the host scaling factor's cap ("say, 10") and the per-sample
         caps X of the host and app-version averages ("maybe 10 for hosts, 100 for app
         versions"; BOINC's code caps both at 10). Projects set them (Project.credit_*).
-    version_median
-        The feeder sets each app version's pfc average to the sample-median of its hosts'
-        averages, the seed's remedy for "cheating or erroneous hosts can influence
-        app_version.pfc_avg": a median moves by at most one host's rank, so one host that
-        inflates its claims cannot raise the reference X, and with it everyone's credit.
+    version_median, version_median_fence
+        The feeder sets each app version's pfc average to the median of its hosts' averages,
+        the seed's remedy for "cheating or erroneous hosts can influence app_version.pfc_avg",
+        so one host that inflates its claims cannot raise the reference X, and with it
+        everyone's credit. Among few hosts a median still moves by a whole host's rank, so
+        each host counts at most as one settled host, and hosts more than
+        ``version_median_fence`` times off the median are left out of it
+        (``normalization.version_pfc_median``).
     claim_cap
         Not in the seed: a claim that host normalization does not correct yet (the host's
         first jobs, or while on probation) is capped at this many times its version's typical
@@ -89,6 +95,7 @@ class CreditPolicy:
     host_average: AverageParams = HOST_AVERAGE
     version_average: AverageParams = APP_VERSION_AVERAGE
     version_median: bool = False
+    version_median_fence: float = VERSION_MEDIAN_FENCE
     claim_cap: float = 0.0
 
     @classmethod

@@ -8,7 +8,8 @@ from apps.applications.models import App, AppVersion
 from apps.core.domain.average import Average
 from apps.credit.convert import credit_policy
 from apps.credit.domain.cross_project import PlanClassScale as PlanClassScaleValue
-from apps.credit.domain.normalization import VersionPfc, normalize_app_versions, sample_median
+from apps.credit.domain.normalization import VersionPfc, normalize_app_versions, version_pfc_median
+from apps.credit.domain.policy import CreditPolicy
 from apps.credit.models import PlanClassScale
 from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
@@ -20,12 +21,13 @@ def credit_normalize_app(*, app_id: int) -> int:
 
     Rows are locked while read and written, so a concurrent validator's pfc sample lands
     either before (and is counted) or after (and is kept). With the project's
-    ``credit_version_median`` each version's pfc average first becomes the sample-median of
-    its hosts' averages (read before the locks are taken). Returns the rows changed.
+    ``credit_version_median`` each version's pfc average first becomes the median of its
+    hosts' averages (``version_pfc_median``, read before the locks are taken). Returns the
+    rows changed.
     """
     app = App.objects.select_related("project").get(id=app_id)
     policy = credit_policy(app)
-    medians = _host_medians(app) if policy.version_median else {}
+    medians = _host_medians(app, policy) if policy.version_median else {}
     with transaction.atomic():
         # no_key: as the validator locks them (apps.credit.services.rows), so the foreign-key
         # checks of the results a scheduler RPC or the transitioner commits do not wait here.
@@ -65,15 +67,17 @@ def credit_normalize_app(*, app_id: int) -> int:
     return changed
 
 
-def _host_medians(app: App) -> dict[int, float]:
-    """Each current version's sample-median of its host_app_version pfc averages (versions
-    without any host sample are left out)."""
+def _host_medians(app: App, policy: CreditPolicy) -> dict[int, float]:
+    """Each current version's median of its host_app_version pfc averages
+    (``version_pfc_median``; versions without any host sample are left out)."""
     medians = {}
     for version_id in AppVersion.objects.filter(app=app, deprecated=False).values_list("id", flat=True):
         rows = HostAppVersion.objects.filter(app_version_id=version_id, pfc_n__gt=0).values_list(
             "pfc_n", "pfc_avg"
         )
-        median = sample_median(Average(n=n, avg=avg) for n, avg in rows.iterator(chunk_size=2000))
+        median = version_pfc_median(
+            (Average(n=n, avg=avg) for n, avg in rows.iterator(chunk_size=2000)), policy=policy
+        )
         if median is not None:
             medians[version_id] = median
     return medians
