@@ -8,6 +8,7 @@ from celery import shared_task
 
 from apps.core import clock
 from apps.trickles.services import TrickleRetry, trickle_handle, trickles_lost
+from boincproj.celery import beat_expires
 
 MAX_RETRIES = 5
 
@@ -25,7 +26,9 @@ def trickle_handle_task(self: Any, message_id: int) -> str:
     return handled.state
 
 
-@shared_task(name="trickles.sweep", time_limit=120, soft_time_limit=100)
+@shared_task(
+    name="trickles.sweep", expires=beat_expires("trickles.sweep"), time_limit=120, soft_time_limit=100
+)
 def trickles_sweep_task() -> int:
     """Queue again the trickle-ups whose handling task was lost; returns how many."""
     lost = trickles_lost(now=clock.now())
