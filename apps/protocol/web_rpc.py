@@ -1,4 +1,4 @@
-"""Replies of the attach-time web RPCs (§1.3-1.5) and of the account-manager RPCs.
+"""Replies of the attach-time web RPCs and of the account-manager RPCs.
 
 ``<project_config>``, ``<account_out>``, ``<error>``, ``<am_get_info_reply>`` and the
 ``<success/>`` replies of am_set_host_info.php, plus the client-side parsers the emulator

@@ -1,4 +1,4 @@
-"""Attach-time web RPCs (protocol §1.3-1.5), the account managers' RPCs, and the account
+"""Attach-time web RPCs (docs/protocol.md), the account managers' RPCs, and the account
 services behind them.
 
 ``get_project_config.php``, ``lookup_account.php``, ``create_account.php``,
