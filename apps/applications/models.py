@@ -62,7 +62,7 @@ class App(models.Model):
     max_jobs_per_rpc = models.PositiveIntegerField(default=0, help_text="0 = project default")
     max_jobs_per_day_init = models.PositiveIntegerField(default=0, help_text="0 = project daily_result_quota")
 
-    # Where BOINC's later code chose differently from seed 003 (boinc-facts 1.2/1.3).
+    # Where BOINC's later code chose differently from seed 003.
     granted_credit_policy = models.CharField(
         max_length=10,
         choices=CreditPolicyChoices.choices,

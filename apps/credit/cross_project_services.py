@@ -3,7 +3,7 @@
 Seed 003: an app with only GPU versions has no CPU version to compare with, so its versions
 are scaled by S(V), "the average scaling factor for that resource type among projects that
 have both CPU and GPU versions", collected from several projects and averaged per plan class
-"weighted by RAC". BOINC never built it (boinc-facts 1.2). Here the portal is the central
+"weighted by RAC". BOINC never built it. Here the portal is the central
 server for its own projects and for any external exports configured as ScaleSource rows.
 """
 

@@ -1,4 +1,4 @@
-"""BOINC's db_dump: the statistics files third-party sites read (boinc-facts 3).
+"""BOINC's db_dump: the statistics files third-party sites read.
 
 Writes ``user.gz``, ``host.gz``, ``team.gz`` (gzipped ``<users>``/``<hosts>``/``<teams>``
 with BOINC's record fields, see apps.portal.records), ``user_deleted.gz`` and

@@ -1,4 +1,4 @@
-"""``app_info.xml`` (anonymous platform, §3.5): the client-side file, for tests and the emulator."""
+"""``app_info.xml`` (anonymous platform): the client-side file, for tests and the emulator."""
 
 from __future__ import annotations
 

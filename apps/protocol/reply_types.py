@@ -1,4 +1,4 @@
-"""The scheduler reply as frozen dataclasses (what the 7.20.5 client parses, §2.3-2.4).
+"""The scheduler reply as frozen dataclasses (what the 7.20.5 client parses; docs/protocol.md).
 
 Optional values are None and then not written. Booleans are written ``<flag/>`` when
 true. Raw XML blocks (preferences, gui_urls, rss_feeds, trickle bodies) are strings of XML
@@ -68,10 +68,10 @@ class AppDesc:
 class FileInfoDesc:
     """A ``<file_info>``: a download (app or input file) or an upload (output file).
 
-    ``download_urls`` and ``upload_urls`` are written so the client cannot confuse them
-    (pitfall 10): a URL goes in ``<url>`` only when the client will classify it right
-    (upload iff it contains ``file_upload_handler``), else in ``<download_url>`` /
-    ``<upload_url>``. An upload needs ``max_nbytes`` > 0 (pitfall 5).
+     ``download_urls`` and ``upload_urls`` are written so the client cannot confuse them
+    : a URL goes in ``<url>`` only when the client will classify it right
+     (upload iff it contains ``file_upload_handler``), else in ``<download_url>`` /
+     ``<upload_url>``. An upload needs ``max_nbytes`` > 0.
     """
 
     name: str = s_str(required=True)
@@ -164,10 +164,10 @@ class TrickleDown:
 class SchedulerReply:
     """A ``<scheduler_reply>``; fields are written in this order.
 
-    ``hostid`` must be set only when a new host record was created; ``code_sign_key`` only
-    when the request had none (pitfall 4); ``result_acks`` must name every reported result
-    (pitfall 11). ``no_rsc_apps`` must never list every resource. The ``work_sequence_*``
-    lists are a Cobblestone extension the stock client ignores.
+     ``hostid`` must be set only when a new host record was created; ``code_sign_key`` only
+     when the request had none; ``result_acks`` must name every reported result
+    . ``no_rsc_apps`` must never list every resource. The ``work_sequence_*``
+     lists are a Cobblestone extension the stock client ignores.
     """
 
     scheduler_version: int | None = s_int(None, lo=0, hi=INT32_MAX)

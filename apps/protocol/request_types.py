@@ -1,4 +1,4 @@
-"""The scheduler request as frozen dataclasses (what a 7.20.5 client sends, see §2.2).
+"""The scheduler request as frozen dataclasses (what a 7.20.5 client sends; docs/protocol.md).
 
 Field order is the order the client writes; ranges are the sane ranges the parser
 enforces (values outside them are refused, except request seconds, which are clamped to
@@ -163,7 +163,7 @@ class ReportedFile:
 
 @dataclass(frozen=True, slots=True)
 class ReportedResult:
-    """A completed task being reported (§5.2). ``stderr_out`` is the CDATA text."""
+    """A completed task being reported. ``stderr_out`` is the CDATA text."""
 
     name: str = s_str(required=True)
     final_cpu_time: float = s_float(0.0, hi=1e10)

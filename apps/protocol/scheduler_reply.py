@@ -26,7 +26,7 @@ from apps.protocol.xmlsafe import child_elements, inner_xml, leaf_text, parse_do
 from apps.protocol.xmlwrite import Block, new_document, serialize
 
 DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024
-# The client treats a <url> as an upload URL iff it contains this (pitfall 10).
+# The client treats a <url> as an upload URL iff it contains this.
 UPLOAD_URL_MARKER = "file_upload_handler"
 _NEST = "    "
 _RAW_FIELDS = ("project_preferences", "global_preferences", "gui_urls", "rss_feeds")

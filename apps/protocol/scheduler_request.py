@@ -323,7 +323,7 @@ _APP_VERSION_TAIL = ("gpu_ram", "dont_throttle", "needs_network")
 
 
 def render_request(req: SchedulerRequest) -> bytes:
-    """The request as the 7.20.5 client writes it (tag order and layout of §2.2, ``%f``)."""
+    """The request as the 7.20.5 client writes it (its tag order and layout, ``%f``)."""
     doc = new_document("scheduler_request")
     render_fields(doc, req, _HEAD, client=True, indent=_IN)
     if req.working_global_prefs is not None:

@@ -244,7 +244,7 @@ def parse_output_template(body: bytes | str) -> OutputTemplate:
         if not file.name.parts:
             raise ProtocolError("output_template: every file_info needs a <name>")
         if file.max_nbytes <= 0:
-            raise ProtocolError("output_template: every file_info needs max_nbytes > 0 (pitfall 5)")
+            raise ProtocolError("output_template: every file_info needs max_nbytes > 0")
     return template
 
 

@@ -1,4 +1,4 @@
-"""The file_upload_handler protocol (§4.2): request headers, size queries, replies.
+"""The file_upload_handler protocol (docs/protocol.md): request headers, size queries, replies.
 
 An upload body is an XML header that is never closed, then ``<data>\\n``, then raw file
 bytes. The caller streams the body, finds the end of the header in a bounded prefix with

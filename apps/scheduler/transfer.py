@@ -1,9 +1,9 @@
 """The file-transfer endpoints the BOINC client uses: downloads and file_upload_handler.
 
-Downloads (protocol §4.1) serve the project's download area by plain GET/HEAD, with
+Downloads serve the project's download area by plain GET/HEAD, with
 ``Range: bytes=N-`` resume and, when the client accepts it and a fresh ``NAME.gz`` lies
 beside the file, HTTP gzip encoding (curl decodes it, so the client's MD5 and size checks
-still see the original bytes). Uploads (§4.2) stream the body: a size query, or an XML
+still see the original bytes). Uploads stream the body: a size query, or an XML
 header followed by raw bytes written at the client's offset into a hidden ``.NAME.part``
 file that becomes the real file only when its size and MD5 match what the client declared.
 

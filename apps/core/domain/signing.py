@@ -1,7 +1,7 @@
 """BOINC code signing: key texts, file signatures and text signatures.
 
 The BOINC client verifies every application file with the project's public key
-(boinc-protocol.md §3). Keys and signatures travel in BOINC's "crypt_prog" hex text:
+(docs/protocol.md). Keys and signatures travel in BOINC's "crypt_prog" hex text:
 an optional decimal bit-count line, lowercase hex 32 bytes (64 chars) per line, and a
 line holding a single ``.``. A signature is RSA "private encrypt" with PKCS#1 v1.5
 type-1 padding over the 32 ASCII characters of a lowercase hex MD5: no DigestInfo,
@@ -323,7 +323,7 @@ def verify_text_signature(public_text: str, text: str | bytes, signature_text: s
 
 
 def upload_certificate_text(name: str, max_nbytes: int | float) -> str:
-    """The exact string an upload's ``<xml_signature>`` covers (protocol §4.2)."""
+    """The exact string an upload's ``<xml_signature>`` covers."""
     # The stock server prints max_nbytes as a double with no decimals.
     return f"<name>{name}</name><max_nbytes>{max_nbytes:.0f}</max_nbytes>"
 

@@ -1,6 +1,6 @@
 """Per-app credit options: seed 003's design by default, BOINC's later choices on request.
 
-boinc-facts 1.2/1.3 record where BOINC's code departed from the CreditNew document. Each
+BOINC's code departed from the CreditNew document. Each
 departure that fixes a real problem is an option here; the defaults are the seed's.
 """
 

@@ -2,7 +2,7 @@
 
 Seed 003's last section moves error_rate, turnaround and max_results_day from the host
 to host_app_version, because one GPU can fail every job while the CPU of the same host
-does fine. The quota details follow BOINC (boinc-facts 1.3) where the seed is silent:
+does fine. The quota details follow BOINC where the seed is silent:
 max_jobs_per_day is stored per device and scaled by the CPU or GPU count when checked;
 doubling on success stops at the app's initial value; a crash (and a timeout) costs one
 job, never going below 1; an abort costs nothing. BOINC's validator also adds 1 per

@@ -1,4 +1,4 @@
-"""Error rate, host punishment and scale probation for judged jobs (seed 003, boinc-facts 1.3)."""
+"""Error rate, host punishment and scale probation for judged jobs (seed 003)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Seed 000: the per-resource interval doubles, up to one day, each time work of that type was
 asked for and none came, and is cleared by any job of that type. BOINC starts the doubling
-at 600 s and randomises the delay to (0.5 + U) times the interval (boinc-facts 1.5); the
+at 600 s and randomises the delay to (0.5 + U) times the interval; the
 delay is also capped at the one-day limit here so no backoff ever outlasts it.
 """
 

@@ -1,6 +1,6 @@
 """What a simulation run reports, and the recorder that measures it.
 
-The figures of merit are BCE's (boinc-facts 2), computed at peak FLOPS:
+The figures of merit are BCE's, computed at peak FLOPS:
 
 - idle fraction: capacity not used, over total capacity;
 - wasted fraction: FLOPs spent on jobs that finished after their deadline, over capacity;

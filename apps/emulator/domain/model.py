@@ -20,7 +20,7 @@ class PolicyName(StrEnum):
 
     V4 = "v4"  # seed 002: CPU debt scheduling, ETTPRC work fetch, no GPUs
     V6_GPU = "v6-gpu"  # seed 000: per-resource backoff and long-term debt (client 6.6)
-    REC = "rec"  # boinc-facts 1.5: recent estimated credit and buffer hysteresis (client 7+)
+    REC = "rec"  # recent estimated credit and buffer hysteresis (client 7+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The in-process project server of the emulator (boinc-facts 2, "The server model inside BCE").
+"""The in-process project server of the emulator.
 
 For each request it picks an app at random by weight, sends the job with the fastest
 version whose resource type was asked for, and decrements that type's request as the real

@@ -104,7 +104,7 @@ def account_authenticate(ctx: RpcContext) -> Account | None:
 
 
 def host_identify(ctx: RpcContext) -> Host:
-    """Find the host this request is from, or create it (BOINC's rules, §2.5).
+    """Find the host this request is from, or create it (BOINC's rules).
 
     A known hostid of this account with rpc_seqno not going backwards is the host. A
     lower rpc_seqno means the client's state file was copied to another computer, so

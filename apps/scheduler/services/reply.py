@@ -102,7 +102,7 @@ def _project_prefs(account: Account) -> str:
 
 
 def _code_sign_key(ctx: RpcContext) -> tuple[str | None, str | None]:
-    """Send the key only when the client has none (pitfall 4), or a rotation with its signature."""
+    """Send the key only when the client has none, or a rotation with its signature."""
     current = ctx.project.code_sign_public_key.strip()
     held = ctx.req.code_sign_key.strip()
     if not current or (ctx.req.is_anonymous_platform and not held):

@@ -1,6 +1,6 @@
 """Work sequences (seed 001): pure rules for the head record, sending, relocation and extension.
 
-BOINC never built this (boinc-facts 1.7); the seed is the spec and the decisions below are this
+BOINC never built this; the seed is the spec and the decisions below are this
 project's. A sequence W0..Wn-1 is a chain of workunits (``SequenceStep``; indices are 0-based)
 represented by a head record (``SequenceSnapshot``); each step workunit has one current result
 in the chain. Functions return new snapshots or plans; the services write them.

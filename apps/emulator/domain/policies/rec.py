@@ -1,4 +1,4 @@
-"""Today's client ("rec", BOINC 7+, boinc-facts 1.5): recent estimated credit and hysteresis.
+"""Today's client ("rec", BOINC 7+): recent estimated credit and hysteresis.
 
 Debt is replaced by REC, an exponentially weighted average (half-life 10 days by default)
 of the credit each project's jobs would earn at peak speed, counting a coprocessor at its

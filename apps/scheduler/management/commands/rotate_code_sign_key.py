@@ -1,7 +1,7 @@
 """Code-signing key rotation: a new key pair, vouched for by the old key.
 
 The client accepts a new ``<code_sign_key>`` only with a ``<code_sign_key_signature>``
-made with the key it already holds (protocol §2.3); the scheduler sends both to every
+made with the key it already holds; the scheduler sends both to every
 client whose request carries another key. A client that skipped a rotation (two keys
 behind) cannot follow, as in BOINC; it must be reset. App files are signed again with the
 new key, since clients check every app file against the key they hold.
