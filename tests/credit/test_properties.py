@@ -175,6 +175,7 @@ def test_one_host_inflated_past_the_fence_leaves_the_version_median_as_it_was(ho
 
 @given(st.lists(st.builds(Average, n=st.floats(min_value=0, max_value=1e6), avg=finite), max_size=20))
 @example([Average(n=1.0, avg=8.988465674311579e307), Average(n=1.0, avg=8.98846567431158e307)])
+@example([Average(n=1.0, avg=5e-324), Average(n=1.0, avg=5e-324)])
 def test_the_version_median_lies_among_the_host_averages(hosts):
     median = version_pfc_median(hosts)
     usable = [a.avg for a in hosts if a.n > 0 and a.avg >= 0]

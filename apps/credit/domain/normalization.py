@@ -57,8 +57,9 @@ def sample_median(averages: Iterable[Average], *, lower: bool = False) -> float 
     for i, (avg, n) in enumerate(usable):
         seen += n
         if seen * 2 == total and i + 1 < len(usable) and not lower:
-            # Halves first: the sum of two averages near the float maximum overflows.
-            return avg / 2 + usable[i + 1][0] / 2
+            # Half the gap added to the lower value: the plain sum of two averages near the
+            # float maximum overflows, and halving each underflows the smallest ones.
+            return avg + (usable[i + 1][0] - avg) / 2
         if seen * 2 >= total:
             return avg
     return None
