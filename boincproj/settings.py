@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "apps.portal",
     "apps.boinc_import",
     "apps.ops",
+    "apps.benchmarks",  # measuring tools only: no product app imports it
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,1 @@
+"""Benchmarks and their harness: tools for measuring Cobblestone, never imported by the product apps."""
