@@ -39,6 +39,24 @@ def app_create(*, project: Project, name: str, **fields: object) -> App:
     if App.objects.filter(project=project, name=name).exists():
         raise AppError(f"app {name!r} already exists in project {project.slug}")
     app = App(project=project, name=name, **{k: v for k, v in fields.items() if v is not None})
+    _app_check(app)
+    app.save()
+    return app
+
+
+def app_update(*, app: App, **fields: object) -> App:
+    """Change an app's settings (BOINC's update_app); fields given as None keep their value."""
+    changed = {k: v for k, v in fields.items() if v is not None}
+    with transaction.atomic():
+        locked = App.objects.select_for_update().get(pk=app.pk)
+        for key, value in changed.items():
+            setattr(locked, key, value)
+        _app_check(locked)
+        locked.save(update_fields=list(changed) or None)
+    return locked
+
+
+def _app_check(app: App) -> None:
     if app.target_nresults < app.min_quorum:
         raise AppError("target_nresults must be at least min_quorum")
     try:
@@ -50,8 +68,6 @@ def app_create(*, project: Project, name: str, **fields: object) -> App:
                 for k, v in exc.message_dict.items()
             )
         ) from exc
-    app.save()
-    return app
 
 
 def plan_class_spec(*, project: Project, name: str) -> PlanClassSpec:

@@ -73,6 +73,43 @@ def test_add_app_refuses_quorum_above_target(project):
         )
 
 
+def test_update_app_changes_only_the_settings_given(project):
+    call_command(
+        "add_app",
+        "--project",
+        "proj",
+        "sim",
+        "--min_quorum",
+        "2",
+        "--target_nresults",
+        "2",
+        stdout=StringIO(),
+    )
+    out = StringIO()
+    call_command("update_app", "--project", "proj", "sim", "--target_nresults", "3", stdout=out)
+    app = App.objects.get(project=project, name="sim")
+    assert (app.min_quorum, app.target_nresults) == (2, 3)
+    assert "target_nresults=3" in out.getvalue()
+
+
+def test_update_app_refuses_an_inconsistent_quorum_and_keeps_the_old_one(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="target_nresults must be at least min_quorum"):
+        call_command("update_app", "--project", "proj", "sim", "--min_quorum", "4", stdout=StringIO())
+    assert App.objects.get(project=project, name="sim").min_quorum == 1
+
+
+def test_update_app_of_an_unknown_app_fails_clearly(project):
+    with pytest.raises(CommandError, match="no app 'nope' in project proj"):
+        call_command("update_app", "--project", "proj", "nope", "--min_quorum", "1", stdout=StringIO())
+
+
+def test_update_app_with_nothing_to_change_says_so(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="nothing to change"):
+        call_command("update_app", "--project", "proj", "sim", stdout=StringIO())
+
+
 def test_add_app_version_copies_and_signs_the_main_program(project, worker):
     call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
     add_version(

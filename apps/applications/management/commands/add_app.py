@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.applications.management.app_options import add_app_options, app_fields
 from apps.applications.services import AppError, app_create
 from apps.projects.models import Project
 
@@ -23,34 +24,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("name")
         parser.add_argument("--project", required=True)
-        parser.add_argument("--user_friendly_name")
-        for opt in (
-            "min_quorum",
-            "target_nresults",
-            "max_error_results",
-            "max_total_results",
-            "max_success_results",
-        ):
-            parser.add_argument(f"--{opt}", type=int)
-        parser.add_argument("--delay_bound", type=float)
+        add_app_options(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
         project = project_by_slug(opts["project"])
-        fields = {
-            k: opts[k]
-            for k in (
-                "user_friendly_name",
-                "min_quorum",
-                "target_nresults",
-                "max_error_results",
-                "max_total_results",
-                "max_success_results",
-                "delay_bound",
-            )
-        }
-        for key, value in fields.items():
-            if isinstance(value, int | float) and value < 0:
-                raise CommandError(f"--{key} must not be negative")
+        fields = app_fields(opts)
         try:
             app = app_create(project=project, name=opts["name"], **fields)
         except AppError as exc:

@@ -1,0 +1,32 @@
+"""The app settings that add_app and update_app take, with BOINC's option names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import CommandError
+
+# (option, type, help); each option names the App field it sets.
+APP_OPTIONS: list[tuple[str, type, str]] = [
+    ("user_friendly_name", str, "the name volunteers see"),
+    ("min_quorum", int, "valid results needed to decide a workunit"),
+    ("target_nresults", int, "results created at first"),
+    ("max_error_results", int, "error results before the workunit fails"),
+    ("max_total_results", int, "results before the workunit fails"),
+    ("max_success_results", int, "successful results without consensus before the workunit fails"),
+    ("delay_bound", float, "seconds a host has to return a result"),
+]
+
+
+def add_app_options(parser: Any) -> None:
+    for name, kind, help_text in APP_OPTIONS:
+        parser.add_argument(f"--{name}", type=kind, help=help_text)
+
+
+def app_fields(opts: dict[str, Any]) -> dict[str, Any]:
+    """The App fields the command line sets; refuses negative numbers."""
+    fields = {name: opts.get(name) for name, _kind, _help in APP_OPTIONS}
+    for key, value in fields.items():
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise CommandError(f"--{key} must not be negative")
+    return fields
