@@ -15,7 +15,8 @@ known client: an address the account logged in from successfully in the last
 ``COBBLESTONE_KNOWN_CLIENT_DAYS``. Guesses from many addresses thus slow the attacker
 without locking the owner out of the places they log in from. Volunteers and staff are
 counted apart (the ``LoginScope``), with their own rates. Each limit reached is logged and
-recorded as a LoginLockout row, listed in the admin.
+recorded as a LoginLockout row, listed in the admin; rows older than ``LOCKOUT_KEEP`` are
+deleted when the next one is written, so a long attack leaves a bounded record.
 
 Attempts to make an account are counted per client address, except from the networks of
 ``COBBLESTONE_ACCOUNT_MANAGER_NETWORKS`` (account managers' servers make accounts for all
@@ -49,6 +50,8 @@ from apps.volunteers.models import LoginLockout
 logger = logging.getLogger(__name__)
 
 Key = str | Callable[[str, HttpRequest], str]
+
+LOCKOUT_KEEP = timedelta(days=90)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ def _lockout_record(
         seconds,
     )
     now = timezone.now()
+    LoginLockout.objects.filter(time__lt=now - LOCKOUT_KEEP).delete()
     LoginLockout.objects.create(
         scope=scope.name,
         kind=limit.kind,

@@ -94,5 +94,27 @@ def test_a_reached_limit_is_listed_in_the_admin(client, operator):
     assert "operator" in page
 
 
+def test_a_new_lockout_record_deletes_those_older_than_ninety_days(client, operator):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.volunteers.models import LoginLockout
+
+    now = timezone.now()
+    for age_days, address in ((100, "198.51.100.9"), (80, "198.51.100.10")):
+        LoginLockout.objects.create(
+            scope="staff",
+            kind=LoginLockout.Kind.ADDRESS,
+            address=address,
+            time=now - timedelta(days=age_days),
+            until=now - timedelta(days=age_days) + timedelta(minutes=10),
+        )
+    for _ in range(5):
+        admin_login(client, "wrong", ip="198.51.100.78")
+    addresses = sorted(LoginLockout.objects.values_list("address", flat=True))
+    assert addresses == ["198.51.100.10", "198.51.100.78"]
+
+
 def test_authenticate_without_a_request_is_not_limited(operator):
     assert authenticate(username="operator", password=PASSWORD) == operator
