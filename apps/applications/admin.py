@@ -3,7 +3,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import ForeignKey, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -190,7 +190,9 @@ class AppVersionAdmin(admin.ModelAdmin):
     inlines = [AppFileInline]
     actions = ["deprecate"]
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None
+    ) -> HttpResponse:
         return app_version_add_view(request, self)
 
     def get_readonly_fields(self, request: HttpRequest, obj: AppVersion | None = None) -> list[str]:

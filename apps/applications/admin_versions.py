@@ -40,7 +40,7 @@ class MultipleFileField(forms.FileField):
         kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
-    def clean(self, data: object, initial: object = None) -> list[UploadedFile]:  # type: ignore[override]
+    def clean(self, data: object, initial: object = None) -> list[UploadedFile]:
         one = super().clean
         if isinstance(data, list | tuple):
             return [one(d, initial) for d in data]
@@ -84,7 +84,7 @@ def _stored(upload: UploadedFile, scratch: Path) -> AppFileSpec:
     return AppFileSpec(path=path)
 
 
-def app_version_add_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:  # type: ignore[type-arg]
+def app_version_add_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:
     if not model_admin.has_add_permission(request):
         raise PermissionDenied
     form = AppVersionAddForm(request.POST or None, request.FILES or None)

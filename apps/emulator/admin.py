@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -35,7 +35,7 @@ class ScenarioAdmin(admin.ModelAdmin):
     inlines = [EmulationRunInline]
     actions = ["run_all_policies"]
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
+    def get_urls(self) -> list[URLPattern]:
         custom = [
             path(
                 "<int:pk>/run/",

@@ -5,6 +5,7 @@ results, as the admin's results list asks."""
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view, inline_serializer
@@ -93,7 +94,7 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             return {"account": get_object_or_404(Account, project=project, pk=int(userid))}
         return {"host": get_object_or_404(Host, project=project, pk=int(hostid))}
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Result]:
         if getattr(self, "swagger_fake_view", False) or self.action == "retrieve":
             return Result.objects.filter(project__slug=self.kwargs.get("slug", "")).select_related("app")
         project = self._project()

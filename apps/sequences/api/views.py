@@ -114,7 +114,7 @@ class WorkSequenceDetailSerializer(WorkSequenceSerializer):
         fields = [*WorkSequenceSerializer.Meta.fields, "waiting"]
 
     @extend_schema_field(SequenceWaitSerializer(allow_null=True))
-    def get_waiting(self, obj: WorkSequence) -> dict | None:  # type: ignore[type-arg]
+    def get_waiting(self, obj: WorkSequence) -> dict | None:
         wait = sequence_wait(head=obj, now=clock.now())
         return None if wait is None else SequenceWaitSerializer(wait).data
 
@@ -161,7 +161,7 @@ class WorkSequenceViewSet(
     lookup_field = "name"
     filterset_class = WorkSequenceFilterSet
 
-    def get_serializer_class(self) -> type[serializers.BaseSerializer]:  # type: ignore[type-arg]
+    def get_serializer_class(self) -> type[serializers.BaseSerializer]:
         # One sequence: what it waits for, which takes a few queries per sequence, so not the list.
         return WorkSequenceSerializer if self.action == "list" else WorkSequenceDetailSerializer
 

@@ -142,7 +142,7 @@ def assimilate_hook_for(dotted_path: str) -> AssimilateHook:
     """The app's hook; an empty path means ``copy_outputs``."""
     if not dotted_path:
         return copy_outputs
-    return import_string(dotted_path)  # type: ignore[no-any-return]
+    return import_string(dotted_path)
 
 
 def retry_delay(attempts: int) -> timedelta:
