@@ -15,7 +15,6 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
 from django.db import DataError, NotSupportedError, OperationalError, connections, router, transaction
 from django.db.models import Field, Model, Q, QuerySet, URLField
-from django.db.models.base import ModelBase
 from django.http import HttpRequest
 from django_otp.admin import OTPAdminAuthenticationForm
 
@@ -206,7 +205,7 @@ class GuardedAdminSite(admin.AdminSite):
 
     def register(
         self,
-        model_or_iterable: ModelBase | Iterable[ModelBase],
+        model_or_iterable: type[Model] | Iterable[type[Model]],
         admin_class: type[admin.ModelAdmin] | None = None,
         **options: Any,
     ) -> None:

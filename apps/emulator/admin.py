@@ -16,8 +16,7 @@ from apps.emulator.services import scenario_run
 
 class EmulationRunInline(admin.TabularInline):
     model = EmulationRun
-    fields = ["policy", "create_time"]
-    readonly_fields = fields
+    readonly_fields = fields = ("policy", "create_time")
     extra = 0
     show_change_link = True
 
@@ -71,8 +70,7 @@ class EmulationRunAdmin(admin.ModelAdmin):
     list_display = ["scenario", "policy", "create_time"]
     list_filter = ["policy"]
     list_select_related = ["scenario"]
-    fields = ["scenario", "policy", "create_time", "chart", "table_text", "figures"]
-    readonly_fields = fields
+    readonly_fields = fields = ("scenario", "policy", "create_time", "chart", "table_text", "figures")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

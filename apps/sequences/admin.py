@@ -153,8 +153,7 @@ class SequenceWorkunitInline(admin.TabularInline):
     verbose_name_plural = (
         f"steps (at most {SEQUENCE_STEPS_SHOWN}, from the progress point; 'all steps' lists every one)"
     )
-    fields = ["sequence_index", "name", "restartable", "canonical_result", "error_mask"]
-    readonly_fields = fields
+    readonly_fields = fields = ("sequence_index", "name", "restartable", "canonical_result", "error_mask")
     extra = 0
     can_delete = False
     show_change_link = True
@@ -192,7 +191,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     ordering = ["-id"]  # the autocomplete pages through it
     list_select_related = ["app", "assigned_host", "first_unvalidated", "first_undispatched"]
-    fields = [
+    readonly_fields = fields = (
         "project",
         "app",
         "name",
@@ -218,8 +217,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "ended_notified",
         "create_time",
         "all_steps",
-    ]
-    readonly_fields = fields
+    )
     show_full_result_count = False
     inlines = [SequenceWorkunitInline]
     actions = ["deassign", "end", "extend", "refresh"]

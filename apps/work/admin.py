@@ -14,7 +14,7 @@ from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit
 
 class ResultInline(admin.TabularInline):
     model = Result
-    fields = [
+    readonly_fields = fields = (
         "name",
         "server_state",
         "outcome",
@@ -25,8 +25,7 @@ class ResultInline(admin.TabularInline):
         "received_time",
         "elapsed_time",
         "granted_credit",
-    ]
-    readonly_fields = fields
+    )
     extra = 0
     can_delete = False
     show_change_link = True

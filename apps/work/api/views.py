@@ -6,6 +6,7 @@ import base64
 import binascii
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -34,10 +35,10 @@ class ProjectScopedMixin:
     def project(self) -> Project:
         return get_object_or_404(Project, slug=self.kwargs["slug"])
 
-    def paginate_queryset(self, queryset: QuerySet[Workunit]) -> list[Workunit] | None:
+    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
         # The list query filters by slug, so it is empty for an unknown project too; only then
         # is the project looked up (one indexed query), never on a page with rows.
-        page = super().paginate_queryset(queryset)  # type: ignore[misc]
+        page = super().paginate_queryset(queryset)  # type: ignore[misc]  # the view class supplies it
         if page is not None and not page and not Project.objects.filter(slug=self.kwargs["slug"]).exists():
             raise NotFound("no such project")
         return page
