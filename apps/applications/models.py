@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -161,7 +163,7 @@ class App(models.Model):
     def _fails_own_validators(self, field: str) -> bool:
         """A value its field's validators refuse is reported by clean_fields already."""
         try:
-            self._meta.get_field(field).run_validators(getattr(self, field))
+            cast(models.Field, self._meta.get_field(field)).run_validators(getattr(self, field))
         except ValidationError:
             return True
         return False
