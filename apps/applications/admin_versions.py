@@ -63,6 +63,7 @@ class AppVersionAddForm(forms.Form):
 
     def clean(self) -> dict[str, object]:
         data = super().clean()
+        assert data is not None  # forms.Form.clean returns cleaned_data
         uploads = [data.get("main_program"), *(data.get("other_files") or [])]
         for upload in uploads:
             if upload is not None and not FILE_NAME.match(Path(upload.name).name):

@@ -243,6 +243,8 @@ class AppVersion(models.Model):
 
     # Seed 003: average PFC/fpops_est of validated jobs, cross-version scale, recent credit.
     locals().update(average_columns("pfc"))
+    pfc_n: float  # the columns above, named for the type checker
+    pfc_avg: float
     pfc = AverageColumns("pfc")
     pfc_scale = models.FloatField(default=0, help_text="0 = not defined (no cross-version normalization)")
     expavg_credit = models.FloatField(default=0)

@@ -83,7 +83,7 @@ def session_account(request: HttpRequest, project: Project) -> Account | None:
     entry = request.session.get(_session_key(project))
     if not isinstance(entry, dict):
         return None
-    account = Account.objects.select_related("team").filter(project=project, pk=entry.get("id")).first()
+    account = Account.objects.select_related("team").filter(project=project, pk=entry.get("id")).first()  # type: ignore[misc]  # None: no account
     if account is None or not constant_time_compare(str(entry.get("check", "")), _session_check(account)):
         return None
     return account
