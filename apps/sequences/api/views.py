@@ -45,13 +45,17 @@ from apps.work.services.create import INT32_MAX, MAX_DELAY_BOUND
 
 
 class WorkSequenceSerializer(serializers.ModelSerializer):
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
     state = serializers.CharField(source="get_state_display", read_only=True)
     steps = serializers.IntegerField(source="n_steps", read_only=True)
     validated = serializers.SerializerMethodField()
     dispatched = serializers.SerializerMethodField()
-    checkpoint_result = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
-    replica_of = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    checkpoint_result: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
+    replica_of: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
     assigned_host = serializers.SerializerMethodField(
         help_text="The host holding it; null unless ASSIGNED (an ended or failed one has none)"
     )
