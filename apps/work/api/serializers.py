@@ -16,8 +16,8 @@ from apps.work.services.create import (
 
 
 class ResultSerializer(serializers.ModelSerializer):
-    workunit = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    workunit: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = Result
@@ -46,7 +46,7 @@ class ResultSerializer(serializers.ModelSerializer):
 
 
 class WorkunitSerializer(serializers.ModelSerializer):
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = Workunit
