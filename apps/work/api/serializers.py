@@ -139,4 +139,4 @@ class JobSpecSerializer(serializers.Serializer):
 
 class BatchCreateSerializer(serializers.Serializer):
     appname = serializers.CharField(max_length=100)
-    jobs = JobSpecSerializer(many=True, allow_empty=False, max_length=10000)
+    jobs = JobSpecSerializer(many=True, allow_empty=False, max_length=10000)  # type: ignore[call-arg]  # for the ListSerializer
