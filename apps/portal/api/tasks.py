@@ -5,6 +5,8 @@ results, as the admin's results list asks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -82,7 +84,7 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     def _project(self) -> Project:
         return get_object_or_404(Project, slug=self.kwargs["slug"])
 
-    def _owner(self, project: Project) -> dict[str, Account | Host]:
+    def _owner(self, project: Project) -> dict[str, Any]:
         params = self.request.query_params
         userid, hostid = params.get("userid", ""), params.get("hostid", "")
         if bool(userid) == bool(hostid):

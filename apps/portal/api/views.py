@@ -51,13 +51,13 @@ class _PublicReadOnly(viewsets.ReadOnlyModelViewSet):
     # Not the router's [^/.]+: an id such as "1.5" gets this API's JSON 404, not the
     # project pages' HTML one.
     lookup_value_regex = "[^/]+"
-    selector = staticmethod(sel.top_accounts)
+    selector: Callable[[Project, str], QuerySet[Any]] = staticmethod(sel.top_accounts)
     model: type[Model] = Account
 
     def get_queryset(self) -> QuerySet[Any]:
         if getattr(self, "swagger_fake_view", False):
             # Schema generation has no project: the model alone types the schema's parameters.
-            return self.model.objects.none()
+            return self.model._default_manager.none()
         project = get_object_or_404(Project, slug=self.kwargs["slug"])
         order = "total" if self.request.query_params.get("sort_by") in ("total", "total_credit") else "recent"
         return self.selector(project, order)
