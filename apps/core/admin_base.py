@@ -171,7 +171,7 @@ class _RefusalMessage:
         refusal = getattr(self.request, "login_refusal", None)
         if refusal:
             return forms.ValidationError(refusal, code="too_many_attempts")
-        return super().get_invalid_login_error()  # type: ignore[misc]
+        return super().get_invalid_login_error()  # type: ignore[misc]  # the form class supplies it
 
 
 class StaffLoginForm(_RefusalMessage, AdminAuthenticationForm):
@@ -193,11 +193,11 @@ class GuardedAdminSite(admin.AdminSite):
     always there, so devices can be enrolled before it is turned on)."""
 
     @property
-    def login_form(self) -> type[AdminAuthenticationForm]:  # type: ignore[override]
+    def login_form(self) -> type[AdminAuthenticationForm]:  # type: ignore[override]  # a property where Django has an attribute
         return StaffOTPLoginForm if settings.COBBLESTONE_STAFF_OTP else StaffLoginForm
 
     @property
-    def login_template(self) -> str | None:  # type: ignore[override]
+    def login_template(self) -> str | None:  # type: ignore[override]  # a property where Django has an attribute
         return OTP_LOGIN_TEMPLATE if settings.COBBLESTONE_STAFF_OTP else None
 
     def has_permission(self, request: HttpRequest) -> bool:

@@ -204,7 +204,7 @@ def statement_cursor() -> Iterator[CursorWrapper]:
     kept = getattr(conn, "_cobblestone_cursor", None)
     if kept is None or kept[0] is not raw:
         kept = (raw, conn.cursor())
-        conn._cobblestone_cursor = kept  # type: ignore[attr-defined]
+        conn._cobblestone_cursor = kept  # type: ignore[attr-defined]  # kept on the connection itself
     yield kept[1]
 
 

@@ -151,7 +151,7 @@ def _table(
     out: io.StringIO, stats: pstats.Stats, *, key: str, top: int, only_project: bool, rpcs: int
 ) -> None:
     rows = []
-    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]  # not in typeshed
         if only_project and (not filename.startswith(_PROJECT_ROOT) or "/.venv/" in filename):
             continue
         rows.append(

@@ -89,10 +89,10 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
         return obj.assigned_host_id if obj.state == SequenceState.ASSIGNED else None
 
     def get_validated(self, obj: WorkSequence) -> int:
-        return obj.n_steps if obj.first_unvalidated is None else obj.first_unvalidated.sequence_index or 0  # type: ignore[attr-defined]
+        return obj.n_steps if obj.first_unvalidated is None else obj.first_unvalidated.sequence_index or 0  # type: ignore[attr-defined]  # n_steps: annotated by the queryset
 
     def get_dispatched(self, obj: WorkSequence) -> int:
-        return obj.n_steps if obj.first_undispatched is None else obj.first_undispatched.sequence_index or 0  # type: ignore[attr-defined]
+        return obj.n_steps if obj.first_undispatched is None else obj.first_undispatched.sequence_index or 0  # type: ignore[attr-defined]  # n_steps: annotated by the queryset
 
 
 class SequenceWaitSerializer(serializers.Serializer):
