@@ -15,6 +15,15 @@ $VENV/bin/ruff check .
 $VENV/bin/ruff format --check .
 step "import layers"
 $VENV/bin/lint-imports
+step "types"
+# The checker and the stubs it reads are a development tool: installed here once per pin set.
+types_stamp="$VENV/.types-installed-$(sha1sum requirements-types.txt | cut -c1-12)"
+if [ ! -e "$types_stamp" ]; then
+  $VENV/bin/pip install -q --disable-pip-version-check -r requirements-types.txt 2>&1 \
+    | { grep -v '^WARNING: Location' || true; }
+  rm -f "$VENV"/.types-installed-* && touch "$types_stamp"
+fi
+$VENV/bin/mypy
 step "django checks"
 $VENV/bin/python manage.py check
 $VENV/bin/python manage.py makemigrations --check --dry-run

@@ -3,7 +3,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import ForeignKey, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -47,7 +47,7 @@ class AppVersionInline(admin.TabularInline):
         if field is not None:
             # Read the platforms once for the page; every row's select copies this list
             # instead of querying the table again.
-            field.choices = list(field.choices)
+            field.choices = list(field.choices)  # type: ignore[arg-type]  # the stubs give the getter the setter's type
         return field
 
 
@@ -153,8 +153,15 @@ class AppFileInline(admin.TabularInline):
     row typed in here would name no file in the download area and carry no signature."""
 
     model = AppFile
-    fields = ["file_name", "open_name", "main_program", "copy_file", "nbytes", "md5_cksum", "signed"]
-    readonly_fields = fields
+    readonly_fields = fields = (
+        "file_name",
+        "open_name",
+        "main_program",
+        "copy_file",
+        "nbytes",
+        "md5_cksum",
+        "signed",
+    )
     extra = 0
     can_delete = False
 
@@ -190,7 +197,9 @@ class AppVersionAdmin(admin.ModelAdmin):
     inlines = [AppFileInline]
     actions = ["deprecate"]
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None
+    ) -> HttpResponse:
         return app_version_add_view(request, self)
 
     def get_readonly_fields(self, request: HttpRequest, obj: AppVersion | None = None) -> list[str]:

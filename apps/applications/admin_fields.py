@@ -15,7 +15,7 @@ def app_label(app: App) -> str:
 class ProjectAppChoiceField(forms.ModelChoiceField):
     """Apps as "project / app": every project may have its own "sim"."""
 
-    def label_from_instance(self, obj: App) -> str:  # type: ignore[override]
+    def label_from_instance(self, obj: App) -> str:
         return app_label(obj)
 
 

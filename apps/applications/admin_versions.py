@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -36,11 +37,11 @@ class MultipleFileInput(forms.ClearableFileInput):
 class MultipleFileField(forms.FileField):
     """Any number of files from one input (Django's documented pattern)."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        super().__init__(*args, **kwargs)
 
-    def clean(self, data: object, initial: object = None) -> list[UploadedFile]:  # type: ignore[override]
+    def clean(self, data: object, initial: object = None) -> list[UploadedFile]:
         one = super().clean
         if isinstance(data, list | tuple):
             return [one(d, initial) for d in data]
@@ -63,6 +64,7 @@ class AppVersionAddForm(forms.Form):
 
     def clean(self) -> dict[str, object]:
         data = super().clean()
+        assert data is not None  # forms.Form.clean returns cleaned_data
         uploads = [data.get("main_program"), *(data.get("other_files") or [])]
         for upload in uploads:
             if upload is not None and not FILE_NAME.match(Path(upload.name).name):
@@ -84,7 +86,7 @@ def _stored(upload: UploadedFile, scratch: Path) -> AppFileSpec:
     return AppFileSpec(path=path)
 
 
-def app_version_add_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:  # type: ignore[type-arg]
+def app_version_add_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:
     if not model_admin.has_add_permission(request):
         raise PermissionDenied
     form = AppVersionAddForm(request.POST or None, request.FILES or None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -161,7 +163,7 @@ class App(models.Model):
     def _fails_own_validators(self, field: str) -> bool:
         """A value its field's validators refuse is reported by clean_fields already."""
         try:
-            self._meta.get_field(field).run_validators(getattr(self, field))
+            cast(models.Field, self._meta.get_field(field)).run_validators(getattr(self, field))
         except ValidationError:
             return True
         return False
@@ -241,6 +243,8 @@ class AppVersion(models.Model):
 
     # Seed 003: average PFC/fpops_est of validated jobs, cross-version scale, recent credit.
     locals().update(average_columns("pfc"))
+    pfc_n: float  # the columns above, named for the type checker
+    pfc_avg: float
     pfc = AverageColumns("pfc")
     pfc_scale = models.FloatField(default=0, help_text="0 = not defined (no cross-version normalization)")
     expavg_credit = models.FloatField(default=0)

@@ -7,8 +7,7 @@ from apps.core.admin_base import RecordAdmin
 class ImportTableInline(admin.TabularInline):
     model = ImportTable
     extra = 0
-    fields = ["table", "imported", "last_source_id", "id_offset", "reserved_max_id", "done"]
-    readonly_fields = fields
+    readonly_fields = fields = ("table", "imported", "last_source_id", "id_offset", "reserved_max_id", "done")
     can_delete = False
 
 

@@ -15,7 +15,6 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ERROR_FLAG, ChangeList
 from django.db import DataError, NotSupportedError, OperationalError, connections, router, transaction
 from django.db.models import Field, Model, Q, QuerySet, URLField
-from django.db.models.base import ModelBase
 from django.http import HttpRequest
 from django_otp.admin import OTPAdminAuthenticationForm
 
@@ -172,7 +171,7 @@ class _RefusalMessage:
         refusal = getattr(self.request, "login_refusal", None)
         if refusal:
             return forms.ValidationError(refusal, code="too_many_attempts")
-        return super().get_invalid_login_error()  # type: ignore[misc]
+        return super().get_invalid_login_error()  # type: ignore[misc]  # the form class supplies it
 
 
 class StaffLoginForm(_RefusalMessage, AdminAuthenticationForm):
@@ -194,11 +193,11 @@ class GuardedAdminSite(admin.AdminSite):
     always there, so devices can be enrolled before it is turned on)."""
 
     @property
-    def login_form(self) -> type[AdminAuthenticationForm]:  # type: ignore[override]
+    def login_form(self) -> type[AdminAuthenticationForm]:  # type: ignore[override]  # a property where Django has an attribute
         return StaffOTPLoginForm if settings.COBBLESTONE_STAFF_OTP else StaffLoginForm
 
     @property
-    def login_template(self) -> str | None:  # type: ignore[override]
+    def login_template(self) -> str | None:  # type: ignore[override]  # a property where Django has an attribute
         return OTP_LOGIN_TEMPLATE if settings.COBBLESTONE_STAFF_OTP else None
 
     def has_permission(self, request: HttpRequest) -> bool:
@@ -206,7 +205,7 @@ class GuardedAdminSite(admin.AdminSite):
 
     def register(
         self,
-        model_or_iterable: ModelBase | Iterable[ModelBase],
+        model_or_iterable: type[Model] | Iterable[type[Model]],
         admin_class: type[admin.ModelAdmin] | None = None,
         **options: Any,
     ) -> None:

@@ -7,11 +7,12 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.utils import CursorWrapper
 from django.db.models.base import ModelState
+from django.db.models.options import Options
 from django.db.models.signals import post_init, pre_init
 
 
@@ -126,7 +127,7 @@ def _statement_groups(items: list[tuple[str, Any, str, frozenset[Any] | None, bo
         _sql, _params, table, keys, many = item
         clash = many or (
             table in written
-            and (keys is None or written[table] is None or not keys.isdisjoint(written[table]))
+            and (keys is None or (seen := written[table]) is None or not keys.isdisjoint(seen))
         )
         if clash and current:
             groups.append(current)
@@ -147,7 +148,7 @@ def _statement_groups(items: list[tuple[str, Any, str, frozenset[Any] | None, bo
 # (int() of an int, str of a str...): update_rows skips the call for such values, which
 # cost ~5 us each, a few hundred times per RPC. Anything else (None, enums, dates, JSON)
 # goes through the field as the ORM would send it.
-_PLAIN_TYPES: dict[type[models.Field], type] = {
+_PLAIN_TYPES: dict[type, type] = {
     models.IntegerField: int,
     models.BigIntegerField: int,
     models.SmallIntegerField: int,
@@ -203,27 +204,32 @@ def statement_cursor() -> Iterator[CursorWrapper]:
     kept = getattr(conn, "_cobblestone_cursor", None)
     if kept is None or kept[0] is not raw:
         kept = (raw, conn.cursor())
-        conn._cobblestone_cursor = kept  # type: ignore[attr-defined]
+        conn._cobblestone_cursor = kept  # type: ignore[attr-defined]  # kept on the connection itself
     yield kept[1]
+
+
+def _column(meta: Options[Any], name: str) -> models.Field[Any, Any]:
+    """``get_field`` for a name that is always a concrete column here."""
+    return cast("models.Field[Any, Any]", meta.get_field(name))
 
 
 @functools.cache
 def _update_sql(model: type[models.Model], fields: tuple[str, ...], vendor: str) -> str:
     meta, quote = model._meta, connection.ops.quote_name
-    assignments = ", ".join(f"{quote(meta.get_field(name).column)} = %s" for name in fields)
+    assignments = ", ".join(f"{quote(_column(meta, name).column)} = %s" for name in fields)
     return f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
 
 
 @functools.cache
 def _unnest_update_sql(model: type[models.Model], fields: tuple[str, ...]) -> str:
     meta, quote = model._meta, connection.ops.quote_name
-    columns = [meta.get_field(name) for name in fields]
+    columns = [_column(meta, name) for name in fields]
     arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in columns)
     names = ", ".join(f"c{i}" for i in range(len(columns)))
     assignments = ", ".join(f"{quote(f.column)} = v.c{i}" for i, f in enumerate(columns))
     table, pk = quote(meta.db_table), quote(meta.pk.column)
     return (
-        f"UPDATE {table} SET {assignments} FROM unnest({arrays}, %s::{meta.pk.rel_db_type(connection)}[]) "
+        f"UPDATE {table} SET {assignments} FROM unnest({arrays}, %s::{meta.pk.rel_db_type(connection)}[]) "  # type: ignore[attr-defined]  # not in the stubs
         f"AS v({names}, pk) WHERE {table}.{pk} = v.pk"
     )
 
@@ -255,7 +261,7 @@ class ModelColumns:
 
     def __init__(self, model: type[models.Model], alias: str, fields: Sequence[str] | None = None) -> None:
         concrete = model._meta.concrete_fields
-        wanted = None if fields is None else {model._meta.get_field(name).attname for name in fields}
+        wanted = None if fields is None else {_column(model._meta, name).attname for name in fields}
         self.model = model
         self.alias = alias
         self.fields = tuple(f for f in concrete if wanted is None or f.attname in wanted)
@@ -305,7 +311,7 @@ class ModelColumns:
             # unless something listens to the model's init signals.
             self._plain = not (pre_init.has_listeners(self.model) or post_init.has_listeners(self.model))
         if not self._plain:
-            return self.model.from_db(conn.alias, self.names if self._partial else None, values)
+            return self.model.from_db(conn.alias, self.names if self._partial else None, values)  # type: ignore[arg-type]  # Django takes None: all fields
         obj = self.model.__new__(self.model)
         state = ModelState()
         state.adding, state.db = False, conn.alias
@@ -373,7 +379,7 @@ def quoted_table(model: type[models.Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 
 
-_DATETIME = models.DateTimeField()
+_DATETIME: models.DateTimeField = models.DateTimeField()
 
 
 def db_datetime(value: datetime | None) -> Any:

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, URLResolver, path, reverse
+from django.urls import URLPattern, path, reverse
 
 from apps.applications.models import App
 from apps.core import clock
@@ -110,7 +110,7 @@ class PlanClassScaleAdmin(admin.ModelAdmin):
     list_display = ["plan_class", "scale", "weight", "n_versions", "computed_time"]
     readonly_fields = ["plan_class", "scale", "weight", "n_versions", "computed_time"]
 
-    def get_urls(self) -> list[URLPattern | URLResolver]:
+    def get_urls(self) -> list[URLPattern]:
         view = self.admin_site.admin_view(self.app_credit_view)
         return [path("app/<int:app_id>/", view, name="credit_app_credit"), *super().get_urls()]
 

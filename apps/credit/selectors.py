@@ -102,7 +102,7 @@ def recent_granted_credit(*, app: App, limit: int = RECENT_RESULTS) -> list[floa
     credit keeps not importing work. Only valid results are granted credit, so
     ``granted_credit > 0`` selects them without work's state codes.
     """
-    recent = app.results.filter(granted_credit__gt=0).order_by("-id")  # type: ignore[attr-defined]
+    recent = app.results.filter(granted_credit__gt=0).order_by("-id")
     return [float(c) for c in recent.values_list("granted_credit", flat=True)[:limit]]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -16,8 +16,7 @@ from apps.emulator.services import scenario_run
 
 class EmulationRunInline(admin.TabularInline):
     model = EmulationRun
-    fields = ["policy", "create_time"]
-    readonly_fields = fields
+    readonly_fields = fields = ("policy", "create_time")
     extra = 0
     show_change_link = True
 
@@ -35,7 +34,7 @@ class ScenarioAdmin(admin.ModelAdmin):
     inlines = [EmulationRunInline]
     actions = ["run_all_policies"]
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
+    def get_urls(self) -> list[URLPattern]:
         custom = [
             path(
                 "<int:pk>/run/",
@@ -71,8 +70,7 @@ class EmulationRunAdmin(admin.ModelAdmin):
     list_display = ["scenario", "policy", "create_time"]
     list_filter = ["policy"]
     list_select_related = ["scenario"]
-    fields = ["scenario", "policy", "create_time", "chart", "table_text", "figures"]
-    readonly_fields = fields
+    readonly_fields = fields = ("scenario", "policy", "create_time", "chart", "table_text", "figures")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -9,6 +9,7 @@ work is in it too: lean hosts (live/lean.py) keep that small.
 from __future__ import annotations
 
 import cProfile
+import functools
 import io
 import pstats
 import threading
@@ -102,7 +103,7 @@ def _hosts(
             seed=config.seed,
         )
         hosts = make_lean_hosts(lean, gate, ClientSession)
-        return hosts, [lambda h=h: step_safely(h) for h in hosts]
+        return hosts, [functools.partial(step_safely, h) for h in hosts]
     emulated = make_hosts(config, gate, ClientSession)
     stop = threading.Event()
     drivers = [HostDriver(h, _Clock(None), config.sim_hours * 3600.0, stop) for h in emulated]
@@ -111,7 +112,7 @@ def _hosts(
         driver.step()
         return not driver.done
 
-    return emulated, [lambda d=d: step(d) for d in drivers]
+    return emulated, [functools.partial(step, d) for d in drivers]
 
 
 class _QueryTimer:
@@ -150,7 +151,7 @@ def _table(
     out: io.StringIO, stats: pstats.Stats, *, key: str, top: int, only_project: bool, rpcs: int
 ) -> None:
     rows = []
-    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]  # not in typeshed
         if only_project and (not filename.startswith(_PROJECT_ROOT) or "/.venv/" in filename):
             continue
         rows.append(

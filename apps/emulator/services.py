@@ -8,7 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from django.db import models, transaction
 from django.db.models import Avg
@@ -158,7 +158,7 @@ def _copy(instance: _M, **changes: object) -> _M:
         f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields if not f.primary_key
     }
     for name, value in changes.items():
-        field = instance._meta.get_field(name)
+        field = cast(models.Field, instance._meta.get_field(name))
         if field.is_relation:
             values.pop(field.attname, None)
         values[name] = value

@@ -17,7 +17,7 @@ class HostCoprocInline(admin.TabularInline):
 class HostAppVersionInline(admin.TabularInline):
     model = HostAppVersion
     extra = 0
-    fields = [
+    readonly_fields = fields = (
         "app_version",
         "anonymous_proc_type",
         "pfc_n",
@@ -30,8 +30,7 @@ class HostAppVersionInline(admin.TabularInline):
         "max_jobs_per_day",
         "n_jobs_today",
         "consecutive_valid",
-    ]
-    readonly_fields = fields
+    )
     can_delete = False
     show_change_link = True
 

@@ -151,6 +151,17 @@ class HostAppVersion(models.Model):
     et = AverageColumns("et", with_var=True)
     locals().update(average_columns("turnaround", with_var=True))
     turnaround = AverageColumns("turnaround", with_var=True)
+    # The columns above, named for the type checker.
+    pfc_n: float
+    pfc_avg: float
+    et_n: float
+    et_avg: float
+    et_var: float
+    et_q: float
+    turnaround_n: float
+    turnaround_avg: float
+    turnaround_var: float
+    turnaround_q: float
 
     host_scale_time = models.FloatField(
         default=0, help_text="Unix time before which host scaling is not used"

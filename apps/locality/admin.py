@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from apps.core import clock
@@ -34,7 +34,7 @@ class LocalityFileAdmin(admin.ModelAdmin):
     show_full_result_count = False
     actions = ["mark_no_work_available", "clear_no_work_available", "refresh_working_set"]
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
+    def get_urls(self) -> list[URLPattern]:
         custom = [
             path("projects/", self.admin_site.admin_view(locality_index_view), name="locality_index"),
             path(

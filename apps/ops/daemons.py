@@ -82,4 +82,4 @@ def celery_workers_answering(timeout: float = 2.0) -> list[str]:
         replies = celery_app.control.ping(timeout=timeout)
     except Exception:
         return []
-    return sorted(name for reply in replies for name in reply)
+    return sorted(name for reply in replies for name in reply)  # type: ignore[union-attr]  # a list: ping waits for replies

@@ -119,5 +119,5 @@ def request_metrics_registry() -> CollectorRegistry:
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not monitoring_allowed(request):
         return HttpResponse("Forbidden: not a monitoring client\n", status=403, content_type="text/plain")
-    body = generate_latest(_Sources(request_metrics_registry(), ProjectCollector()))  # type: ignore[arg-type]
+    body = generate_latest(_Sources(request_metrics_registry(), ProjectCollector()))
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

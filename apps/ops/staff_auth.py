@@ -63,4 +63,4 @@ class RateLimitedBasicAuthentication(BasicAuthentication):
 class RateLimitedBasicScheme(BasicScheme):
     """The API schema's HTTP Basic scheme (drf-spectacular knows DRF's class only by name)."""
 
-    target_class = RateLimitedBasicAuthentication
+    target_class = RateLimitedBasicAuthentication  # type: ignore[assignment]  # drf-spectacular takes a class too

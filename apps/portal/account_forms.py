@@ -84,5 +84,5 @@ class AccountPasswordResetForm(PasswordResetForm):
         super().__init__(*args, **kwargs)
         self.project = project
 
-    def get_users(self, email: str) -> list[Account]:  # type: ignore[override]
+    def get_users(self, email: str) -> list[Account]:  # type: ignore[override]  # accounts, not auth users
         return list(Account.objects.filter(project=self.project, email_addr__iexact=email.strip()))

@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from apps.portal.dashboard import project_dashboard_view
@@ -199,7 +199,7 @@ class ProjectAdmin(admin.ModelAdmin):
             '<a href="{}">dashboard</a>', reverse("admin:projects_project_dashboard", args=[obj.pk])
         )
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
+    def get_urls(self) -> list[URLPattern]:
         custom = [
             path(
                 "<int:pk>/dashboard/",

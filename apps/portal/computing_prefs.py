@@ -339,6 +339,7 @@ class ComputingPrefsForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # forms.Form.clean returns cleaned_data
         for pref in ALL_FIELDS:
             if pref.kind == "hours" and (data.get(pref.tag) == "") != (data.get(pref.tag2) == ""):
                 self.add_error(pref.tag2, "Choose both hours, or neither for any time.")

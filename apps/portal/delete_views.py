@@ -4,6 +4,8 @@ and delete_account_cancel.php. The steps are apps.account_deletion.services."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
@@ -115,7 +117,7 @@ def delete_request(request: HttpRequest, project: Project, account: Account) -> 
 @volunteer_required
 def delete_confirm(request: HttpRequest, project: Project, account: Account) -> HttpResponse:
     token = request.POST.get("token") or request.GET.get("token") or ""
-    context = {"token": token, "confirming": True}
+    context: dict[str, Any] = {"token": token, "confirming": True}
     if request.method != "POST":
         return _page(request, project, account, **context)
     try:

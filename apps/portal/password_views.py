@@ -51,10 +51,10 @@ class _ProjectMixin:
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         self.project = get_object_or_404(Project, slug=kwargs["slug"])
-        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]  # the view class supplies it
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        return {**super().get_context_data(**kwargs), "project": self.project}  # type: ignore[misc]
+        return {**super().get_context_data(**kwargs), "project": self.project}  # type: ignore[misc]  # the view class supplies it
 
     def _url(self, name: str) -> str:
         return reverse(f"volunteers:{name}", args=[self.project.slug])
@@ -97,7 +97,7 @@ class PasswordResetConfirmView(_ProjectMixin, auth_views.PasswordResetConfirmVie
     template_name = "portal/account/password_reset_confirm.html"
     token_generator = account_token_generator
 
-    def get_user(self, uidb64: str) -> Account | None:  # type: ignore[override]
+    def get_user(self, uidb64: str) -> Account | None:  # type: ignore[override]  # accounts, not auth users
         try:
             pk = int(urlsafe_base64_decode(uidb64).decode())
         except (TypeError, ValueError, OverflowError, UnicodeDecodeError):

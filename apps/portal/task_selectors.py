@@ -62,7 +62,7 @@ def task_summary(
     counts = owner.aggregate(**{f.name: Count("id", filter=FILTERS[f]) for f in TaskFilter})
     pending = owner.filter(AWAITING_VALIDATION).values_list("workunit__rsc_fpops_est", "app__min_avg_pfc")
     estimate = sum(default_pfc(fpops, min_avg) for fpops, min_avg in pending) * COBBLESTONE_SCALE
-    total = (account or host).total_credit  # type: ignore[union-attr]
+    total = (account or host).total_credit  # type: ignore[union-attr]  # callers give one of the two
     return TaskSummary(
         counts={f: counts[f.name] for f in TaskFilter},
         granted_credit=total,

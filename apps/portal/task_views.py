@@ -7,6 +7,8 @@ As BOINC's: a computer's tasks are public, an account's only to its owner, logge
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -42,7 +44,7 @@ def results(request: HttpRequest, slug: str) -> HttpResponse:
     me = page_account(request, project)
     if hostid is not None:
         host = get_object_or_404(Host.objects.select_related("account"), project=project, pk=hostid)
-        owner = {"host": host}
+        owner: dict[str, Any] = {"host": host}
         title = f"Tasks of computer {host.pk}"
     elif userid is not None:
         if me is None or me.pk != userid:
@@ -115,6 +117,6 @@ def workunit(request: HttpRequest, slug: str) -> HttpResponse:
             "wu": wu,
             "rows": _rows(list(sel.workunit_tasks(wu))),
             "inputs": sel.workunit_inputs(wu),
-            "errors": [flag.name.replace("_", " ").capitalize() for flag in wu.errors if flag],
+            "errors": [flag.name.replace("_", " ").capitalize() for flag in wu.errors if flag],  # type: ignore[union-attr]  # single flags are named
         },
     )

@@ -182,7 +182,7 @@ def founder_transfer(request: HttpRequest, project: Project, account: Account) -
 
 
 def _tell_founder(request: HttpRequest, project: Project, team: Team, asker: Account) -> None:
-    founder = Account.objects.filter(pk=team.founder_id).first()
+    founder = Account.objects.filter(pk=team.founder_id).first()  # type: ignore[misc]  # None: no founder
     if founder is None:
         return
     url = request.build_absolute_uri(

@@ -133,7 +133,7 @@ def _show_user_xml(request: HttpRequest, project: Project) -> bytes:
         account = _by_key(request, project, "auth")
         hosts = Host.objects.filter(project=project, account=account).order_by("id")
         return render_record(owner_record(account, hosts))
-    account = (
+    user = (
         Account.objects.select_related("team")
         .filter(
             project=project,
@@ -142,10 +142,10 @@ def _show_user_xml(request: HttpRequest, project: Project) -> bytes:
         )
         .first()
     )
-    if account is None:
+    if user is None:
         raise AccountRpcError(WebRpcError.NOT_FOUND)
-    hosts = list(account.hosts.order_by("-expavg_credit")) if account.show_hosts else []
-    return render_record(user_record(account, hosts))
+    shown = list(user.hosts.order_by("-expavg_credit")) if user.show_hosts else []
+    return render_record(user_record(user, shown))
 
 
 def show_user_xml(request: HttpRequest, slug: str) -> HttpResponse:

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from apps.projects.models import DaemonRun, Platform
 
@@ -19,5 +20,5 @@ class DaemonRunAdmin(admin.ModelAdmin):
     show_full_result_count = False
     readonly_fields = [f.name for f in DaemonRun._meta.fields]
 
-    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -138,7 +139,7 @@ def daemon_run_for_projects(
     """One recorded pass of ``daemon`` for every project that has not paused it."""
     total = DaemonPass()
     for project in projects_active_for(daemon=daemon, slug=slug):
-        total += daemon_pass_run(project=project, daemon=daemon, run=lambda p=project: run(p))
+        total += daemon_pass_run(project=project, daemon=daemon, run=functools.partial(run, project))
     return total
 
 

@@ -10,6 +10,7 @@ hardened parser and field declarations as the scheduler's messages.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from apps.protocol.errors import ProtocolError
 from apps.protocol.numbers import INT32_MAX
@@ -20,7 +21,7 @@ from apps.protocol.xmlsafe import child_elements, parse_document
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 # app_version.xml_doc is a MEDIUMBLOB (16 MB); the others are BLOBs (64 KB).
 MAX_STORED_DOC_BYTES = 16 * 1024 * 1024
-_COUNT = {"lo": 0, "hi": INT32_MAX}
+_COUNT: dict[str, Any] = {"lo": 0, "hi": INT32_MAX}
 
 
 @dataclass(frozen=True, slots=True)

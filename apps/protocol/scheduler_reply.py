@@ -63,7 +63,7 @@ _VALUE, _CUSTOM, _NESTED = 0, 1, 2
 def render_message(block: Block, obj: Any, indent: str) -> None:
     """Write the fields of a reply-side message (server layout) into ``block``."""
     _validate(obj)
-    for name, write, tag, shape in _render_plan(type(obj)):
+    for name, write, tag, shape in _render_plan(type(obj)):  # type: ignore[arg-type]  # mypy takes type[Any] for unhashable
         value = getattr(obj, name)
         if shape is _NESTED:
             for item in value:

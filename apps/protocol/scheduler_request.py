@@ -362,7 +362,7 @@ def render_request(req: SchedulerRequest) -> bytes:
 
 def _scalar_block(parent: Block, tag: str, value: Any, *, indent: str, inner: str) -> None:
     with parent.block(tag, indent) as block:
-        render_fields(block, value, scalar_names(type(value)), client=True, indent=inner)
+        render_fields(block, value, scalar_names(type(value)), client=True, indent=inner)  # type: ignore[arg-type]  # mypy takes type[Any] for unhashable
 
 
 def _render_list(parent: Block, tag: str, items: tuple[Any, ...] | None, item_tag: str = "") -> None:

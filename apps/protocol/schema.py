@@ -434,7 +434,7 @@ def scalar_names(cls: Any) -> tuple[str, ...]:
 
 def render_fields(block: Block, obj: Any, names: Iterable[str], *, client: bool, indent: str) -> None:
     """Write the named scalar fields of ``obj`` in the given order."""
-    for name, write in _fields_plan(type(obj), tuple(names), client):
+    for name, write in _fields_plan(type(obj), tuple(names), client):  # type: ignore[arg-type]  # mypy takes type[Any] for unhashable
         value = getattr(obj, name)
         if value is not None:
             write(block, value, indent)

@@ -7,6 +7,8 @@ These are Accounts (BOINC users), not Django auth users.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
@@ -51,8 +53,8 @@ class SignupForm(forms.Form):
     # Ticked on the blank form; an unticked box is absent from the POST and means "no".
     stats_export_consent = stats_export_consent_field()
 
-    def __init__(self, *args: object, min_passwd_length: int, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, min_passwd_length: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.min_passwd_length = min_passwd_length
         self.fields["password"].help_text = f"At least {min_passwd_length} characters."
 
@@ -83,7 +85,7 @@ def session_account(request: HttpRequest, project: Project) -> Account | None:
     entry = request.session.get(_session_key(project))
     if not isinstance(entry, dict):
         return None
-    account = Account.objects.select_related("team").filter(project=project, pk=entry.get("id")).first()
+    account = Account.objects.select_related("team").filter(project=project, pk=entry.get("id")).first()  # type: ignore[misc]  # None: no account
     if account is None or not constant_time_compare(str(entry.get("check", "")), _session_check(account)):
         return None
     return account

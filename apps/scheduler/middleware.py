@@ -99,8 +99,8 @@ def outage_response(request: HttpRequest, *, conflict: bool = False) -> HttpResp
     elif name == "download":
         response = HttpResponse(f"{DOWN_MESSAGE}\n", content_type="text/plain", status=503)
     elif name == "scheduler-json" or request.path.startswith("/api/"):
-        body = json.dumps({"error": DOWN_MESSAGE, "project_is_down": True, "request_delay": delay})
-        response = HttpResponse(body, content_type="application/json", status=503)
+        text = json.dumps({"error": DOWN_MESSAGE, "project_is_down": True, "request_delay": delay})
+        response = HttpResponse(text, content_type="application/json", status=503)
     else:
         response = HttpResponse(render_to_string("503.html"), status=503)
     response["Retry-After"] = str(delay)

@@ -124,10 +124,11 @@ class ProjectPrefsForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # forms.Form.clean returns cleaned_data
         # With none on the scheduler could send this volunteer's computers nothing at all.
         resources = ["use_cpu", *(GPU_FIELDS[p][0] for p in self.gpu_types)]
         if not any(data.get(name) for name in resources):
-            names = " and ".join(self.fields[name].label for name in resources)
+            names = " and ".join(str(self.fields[name].label) for name in resources)
             raise forms.ValidationError(
                 f"Choose at least one of {names}: with none, your computers get no tasks from this project."
                 if len(resources) > 1

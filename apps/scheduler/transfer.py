@@ -67,7 +67,7 @@ logger = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
 # The metrics' label for each <data_server_reply> status.
-UPLOAD_STATUS_LABELS = {
+UPLOAD_STATUS_LABELS: dict[int, str] = {
     UploadStatus.OK: "ok",
     UploadStatus.TRANSIENT: "retry",
     UploadStatus.PERMANENT: "refused",

@@ -113,8 +113,8 @@ def _answer(request: HttpRequest, slug: str, body: bytes) -> tuple[HttpResponse,
         req = parse_request(body, max_bytes=settings.COBBLESTONE_MAX_REQUEST_BYTES)
     except ProtocolError as exc:
         logger.warning("scheduler %s: bad request from %s: %s", slug, request.META.get("REMOTE_ADDR"), exc)
-        reply = error_reply(f"Bad scheduler request: {exc}", request_delay=600)
-        return HttpResponse(reply, content_type=XML), "bad_request", project
+        refusal = error_reply(f"Bad scheduler request: {exc}", request_delay=600)
+        return HttpResponse(refusal, content_type=XML), "bad_request", project
     try:
         reply = scheduler_request_handle(
             project=project, req=req, now=clock.now(), remote_addr=request.META.get("REMOTE_ADDR", "")

@@ -59,7 +59,7 @@ class SequenceCreateForm(forms.Form):
     command_line = forms.CharField(max_length=1000, required=False)
 
 
-def _spec(data: dict, first_inputs: tuple[InputSpec, ...]) -> SequenceSpec:  # type: ignore[type-arg]
+def _spec(data: dict, first_inputs: tuple[InputSpec, ...]) -> SequenceSpec:
     outputs = [OutputSpec(data["state_open_name"], data["state_max_nbytes"], sequence_state=True)]
     if data["report_open_name"]:
         outputs.append(OutputSpec(data["report_open_name"], data["report_max_nbytes"]))
@@ -80,7 +80,7 @@ def _spec(data: dict, first_inputs: tuple[InputSpec, ...]) -> SequenceSpec:  # t
     )
 
 
-def sequence_create_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:  # type: ignore[type-arg]
+def sequence_create_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:
     if not model_admin.has_add_permission(request):
         raise PermissionDenied
     form = SequenceCreateForm(request.POST or None, request.FILES or None)
@@ -153,8 +153,7 @@ class SequenceWorkunitInline(admin.TabularInline):
     verbose_name_plural = (
         f"steps (at most {SEQUENCE_STEPS_SHOWN}, from the progress point; 'all steps' lists every one)"
     )
-    fields = ["sequence_index", "name", "restartable", "canonical_result", "error_mask"]
-    readonly_fields = fields
+    readonly_fields = fields = ("sequence_index", "name", "restartable", "canonical_result", "error_mask")
     extra = 0
     can_delete = False
     show_change_link = True
@@ -192,7 +191,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     ordering = ["-id"]  # the autocomplete pages through it
     list_select_related = ["app", "assigned_host", "first_unvalidated", "first_undispatched"]
-    fields = [
+    readonly_fields = fields = (
         "project",
         "app",
         "name",
@@ -218,8 +217,7 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "ended_notified",
         "create_time",
         "all_steps",
-    ]
-    readonly_fields = fields
+    )
     show_full_result_count = False
     inlines = [SequenceWorkunitInline]
     actions = ["deassign", "end", "extend", "refresh"]
@@ -227,10 +225,12 @@ class WorkSequenceAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkSequence]:
         return super().get_queryset(request).annotate(n_steps=Count("workunits"))
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+    def add_view(
+        self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None
+    ) -> HttpResponse:
         return sequence_create_view(request, self)
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None):  # type: ignore[no-untyped-def, override]
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
         # A help text under the title (templates/admin/sequences/worksequence/change_list.html): as
         # the page's subtitle it filled the window title and ran under the Add button.
         return super().changelist_view(

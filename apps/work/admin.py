@@ -3,6 +3,7 @@ from datetime import datetime
 from django.contrib import admin, messages
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.urls import URLPattern
 
 from apps.core.admin_base import RecordAdmin, indexed_search
 from apps.projects.models import Project
@@ -13,7 +14,7 @@ from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit
 
 class ResultInline(admin.TabularInline):
     model = Result
-    fields = [
+    readonly_fields = fields = (
         "name",
         "server_state",
         "outcome",
@@ -24,8 +25,7 @@ class ResultInline(admin.TabularInline):
         "received_time",
         "elapsed_time",
         "granted_credit",
-    ]
-    readonly_fields = fields
+    )
     extra = 0
     can_delete = False
     show_change_link = True
@@ -79,7 +79,7 @@ class WorkunitAdmin(admin.ModelAdmin):
         project_ids = list(Project.objects.values_list("id", flat=True))
         return indexed_search(queryset, search_term, numbers=("id", "batch"), project_ids=project_ids), False
 
-    def get_urls(self):  # type: ignore[no-untyped-def]
+    def get_urls(self) -> list[URLPattern]:
         from django.urls import path
 
         from apps.work.admin_views import create_work_view

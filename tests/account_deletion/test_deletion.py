@@ -34,12 +34,12 @@ PASSWORD = "correct horse"
 
 
 @pytest.fixture
-def team(db):  # type: ignore[no-untyped-def]
+def team(db):
     return TeamFactory(project=ProjectFactory(slug="del"), total_credit=1000.0, expavg_credit=40.0)
 
 
 @pytest.fixture
-def ada(team):  # type: ignore[no-untyped-def]
+def ada(team):
     account = AccountFactory(
         project=team.project,
         name="Ada",
@@ -55,7 +55,7 @@ def ada(team):  # type: ignore[no-untyped-def]
     return account
 
 
-def confirmed(account, now):  # type: ignore[no-untyped-def]
+def confirmed(account, now):
     token = account_delete_request(account=account, now=now)
     return account_delete_confirm(account=account, token=token, now=now)
 

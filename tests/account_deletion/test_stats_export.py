@@ -14,13 +14,13 @@ from tests.factories import AccountFactory, HostFactory, ProjectFactory
 pytestmark = pytest.mark.django_db
 
 
-def read_gz(project, name):  # type: ignore[no-untyped-def]
+def read_gz(project, name):
     with gzip.open(stats_dir(project) / name) as f:
         return etree.fromstring(f.read())
 
 
 @pytest.fixture
-def ada(db):  # type: ignore[no-untyped-def]
+def ada(db):
     account = AccountFactory(project=ProjectFactory(slug="sx"), name="Ada", total_credit=10.0)
     HostFactory(account=account, host_cpid="h" * 32)
     AccountFactory(project=account.project, name="Bob")

@@ -27,14 +27,14 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 
-def queries(client, url: str) -> int:  # type: ignore[no-untyped-def]
+def queries(client, url: str) -> int:
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200
     return len(captured.captured_queries)
 
 
-def same_queries_for(client, url: str, add_rows: Callable[[int], None]) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+def same_queries_for(client, url: str, add_rows: Callable[[int], None]) -> tuple[int, int]:
     """Queries of ``url`` with 3 rows, then with 30 (after a first load that fills the
     per-process caches, such as content types)."""
     add_rows(3)
@@ -97,7 +97,7 @@ def test_host_page_takes_the_same_queries_for_3_or_30_app_versions(admin_client)
 
 
 @pytest.fixture
-def long_sequence():  # type: ignore[no-untyped-def]
+def long_sequence():
     sequence = WorkSequenceFactory()
     Workunit.objects.bulk_create(
         Workunit(
@@ -112,7 +112,7 @@ def long_sequence():  # type: ignore[no-untyped-def]
     return sequence
 
 
-def step_names(admin_client, sequence) -> set[str]:  # type: ignore[no-untyped-def]
+def step_names(admin_client, sequence) -> set[str]:
     body = admin_client.get(f"/admin/sequences/worksequence/{sequence.pk}/change/").content.decode()
     return {f"s{i}" for i in range(80) if f"{sequence.name}_s{i}<" in body}
 

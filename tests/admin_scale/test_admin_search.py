@@ -24,7 +24,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 
-def listed(admin_client, url: str) -> str:  # type: ignore[no-untyped-def]
+def listed(admin_client, url: str) -> str:
     response = admin_client.get(url)
     assert response.status_code == 200
     return response.content.decode()
@@ -92,7 +92,7 @@ def test_host_app_version_search_finds_a_hosts_records_by_its_id(admin_client):
     assert "(other)" not in body
 
 
-def table_reads(admin_client, url: str, table: str) -> int:  # type: ignore[no-untyped-def]
+def table_reads(admin_client, url: str, table: str) -> int:
     with CaptureQueriesContext(connection) as captured:
         assert admin_client.get(url).status_code == 200
     return sum(f'FROM "{table}"' in q["sql"] for q in captured.captured_queries)

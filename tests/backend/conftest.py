@@ -126,7 +126,7 @@ def results_of(wu: Workunit) -> list[Result]:
     return list(Result.objects.filter(workunit=wu).order_by("id"))
 
 
-def refresh(*rows):  # type: ignore[no-untyped-def]
+def refresh(*rows):
     for row in rows:
         row.refresh_from_db()
     return rows

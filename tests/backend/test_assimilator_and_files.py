@@ -26,12 +26,12 @@ pytestmark = pytest.mark.django_db
 CALLS: list[tuple[str, int | None, int]] = []
 
 
-def recording_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def recording_hook(workunit, canonical_result, output_paths):
     CALLS.append((workunit.name, canonical_result.id if canonical_result else None, len(output_paths)))
     return f"/custom/{workunit.name}"
 
 
-def failing_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def failing_hook(workunit, canonical_result, output_paths):
     raise RuntimeError("science database is down")
 
 

@@ -33,7 +33,7 @@ class PassClock:
 CLOCK = PassClock()
 
 
-def keywords_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def keywords_hook(workunit, canonical_result, output_paths):
     """Writes to the science tables (here: the workunit's keywords), then fails for FAILING."""
     Workunit.objects.filter(id=workunit.id).update(keywords=f"assimilated {workunit.name}")
     CLOCK.seconds += TAKES.get(workunit.name, 0.0)
@@ -42,20 +42,20 @@ def keywords_hook(workunit, canonical_result, output_paths):  # type: ignore[no-
     return f"/science/{workunit.name}"
 
 
-def broken_statement_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def broken_statement_hook(workunit, canonical_result, output_paths):
     """For FAILING, a statement the database refuses (it breaks the check target >= quorum)."""
     if workunit.name in FAILING:
         Workunit.objects.filter(id=workunit.id).update(target_nresults=0)
     return f"/science/{workunit.name}"
 
 
-def set_hook(app, name: str) -> None:  # type: ignore[no-untyped-def]
+def set_hook(app, name: str) -> None:
     app.assimilator = f"tests.backend.test_assimilator_batch.{name}"
     app.save()
 
 
 @pytest.fixture(autouse=True)
-def _clean():  # type: ignore[no-untyped-def]
+def _clean():
     FAILING.clear()
     TAKES.clear()
     CLOCK.seconds = 0.0
@@ -64,7 +64,7 @@ def _clean():  # type: ignore[no-untyped-def]
     TAKES.clear()
 
 
-def ready(project, app, now, *names: str) -> list[Workunit]:  # type: ignore[no-untyped-def]
+def ready(project, app, now, *names: str) -> list[Workunit]:
     """Workunits handed to the assimilator (errored out, so no canonical result is needed)."""
     wus = [make_wu(project, app, now, name=name, create_results=False) for name in names]
     Workunit.objects.filter(id__in=[wu.id for wu in wus]).update(assimilate_state=AssimilateState.READY)
@@ -135,7 +135,7 @@ def test_a_workunit_handed_over_late_in_a_long_pass_gets_the_transition_time_of_
     assert late.assimilate_state == AssimilateState.DONE
 
 
-def validated(project, app, version, hosts, now, names: list[str]) -> None:  # type: ignore[no-untyped-def]
+def validated(project, app, version, hosts, now, names: list[str]) -> None:
     """Workunits with a canonical result from two agreeing replicas, ready to assimilate."""
     for name in names:
         wu = make_wu(project, app, now, name=name)
@@ -146,7 +146,7 @@ def validated(project, app, version, hosts, now, names: list[str]) -> None:  # t
     workunits_validate(project=project, now=now)
 
 
-def statements_of_a_pass(project, now) -> int:  # type: ignore[no-untyped-def]
+def statements_of_a_pass(project, now) -> int:
     with CaptureQueriesContext(connection) as queries:
         outcome = workunits_assimilate(project=project, now=now)
     assert outcome.errors == 0
@@ -167,7 +167,7 @@ def test_a_pass_over_five_workunits_takes_as_many_statements_as_over_one(project
 ENQUEUED: list[str] = []
 
 
-def enqueuing_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def enqueuing_hook(workunit, canonical_result, output_paths):
     """Enqueues work for after the commit, then fails for FAILING."""
     transaction.on_commit(lambda: ENQUEUED.append(workunit.name))
     if workunit.name in FAILING:

@@ -43,7 +43,7 @@ class Gate:
 GATES: list[Gate] = []  # the hook's calls for "held", in order
 
 
-def recording_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def recording_hook(workunit, canonical_result, output_paths):
     CALLS.append(workunit.name)
     run = CALLS.count(workunit.name)
     if workunit.name == "held":
@@ -55,7 +55,7 @@ def recording_hook(workunit, canonical_result, output_paths):  # type: ignore[no
 
 
 @pytest.fixture
-def hook(app):  # type: ignore[no-untyped-def]
+def hook(app):
     app.assimilator = HOOK
     app.save()
     CALLS.clear()
@@ -155,7 +155,7 @@ def test_the_pass_reads_ready_workunits_through_the_index_in_order(hook, project
         cursor.execute("ANALYZE work_workunit")
     plans: list[str] = []
 
-    def explain(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def explain(execute, sql, params, many, context):
         if sql.startswith("SELECT") and "assimilate_retry_time" in sql.partition("WHERE")[2]:
             raw = context["cursor"].cursor  # below the wrappers, so this EXPLAIN is not explained
             raw.execute(f"EXPLAIN {sql}", params)

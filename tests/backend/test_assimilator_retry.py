@@ -39,7 +39,7 @@ class WorkerKilled(BaseException):
     """What a worker killed in the hook looks like to the pass: nothing after it runs."""
 
 
-def flaky_hook(workunit, canonical_result, output_paths):  # type: ignore[no-untyped-def]
+def flaky_hook(workunit, canonical_result, output_paths):
     CALLS.append(workunit.name)
     CLOCK.seconds += TAKES.get(workunit.name, timedelta(0)).total_seconds()
     if workunit.name in FAILING:
@@ -50,7 +50,7 @@ def flaky_hook(workunit, canonical_result, output_paths):  # type: ignore[no-unt
 
 
 @pytest.fixture
-def hook(app):  # type: ignore[no-untyped-def]
+def hook(app):
     app.assimilator = HOOK
     app.save()
     FAILING.clear()

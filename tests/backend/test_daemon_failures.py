@@ -28,7 +28,7 @@ from tests.backend.conftest import make_wu, refresh, report, results_of, send
 def broken_comparison(app):
     """An app whose comparison raises for outputs starting with b"boom" (a buggy validator)."""
 
-    def compare(a, b):  # type: ignore[no-untyped-def]
+    def compare(a, b):
         if a and a[0].startswith(b"boom"):
             raise ValueError("validator bug")
         return a == b
@@ -127,7 +127,7 @@ def test_an_input_file_deleted_while_a_new_workunit_is_staged_is_not_marked_need
     InputFile.objects.filter(name="in.dat").update(file_delete_state=FileDeleteState.READY)
     real = create_module._needed_again
 
-    def deleter_gets_there_first(f, **kw):  # type: ignore[no-untyped-def]
+    def deleter_gets_there_first(f, **kw):
         # The row was read as READY; the deleter now removes the file and commits DONE.
         (project.download_dir / "in.dat").unlink()
         InputFile.objects.filter(id=f.id).update(file_delete_state=FileDeleteState.DONE)
@@ -140,11 +140,11 @@ def test_an_input_file_deleted_while_a_new_workunit_is_staged_is_not_marked_need
 
 
 @pytest.fixture
-def unlink_raises(monkeypatch):  # type: ignore[no-untyped-def]
+def unlink_raises(monkeypatch):
     """Deleting a file named ``bad*`` raises an error the deleter does not expect (a bug)."""
     real = file_deleter._unlink
 
-    def unlink(path):  # type: ignore[no-untyped-def]
+    def unlink(path):
         if path.name.startswith("bad"):
             raise RuntimeError("deleter bug")
         return real(path)
@@ -152,7 +152,7 @@ def unlink_raises(monkeypatch):  # type: ignore[no-untyped-def]
     monkeypatch.setattr(file_deleter, "_unlink", unlink)
 
 
-def deletable(project, app, now, tmp_path, name: str) -> Workunit:  # type: ignore[no-untyped-def]
+def deletable(project, app, now, tmp_path, name: str) -> Workunit:
     path = tmp_path / f"{name}.in"
     path.write_bytes(b"input\n")
     wu = make_wu(project, app, now, name=name, inputs=(InputSpec(path=path),))
@@ -192,7 +192,7 @@ def test_a_workunit_whose_purge_raises_does_not_stop_the_rest_of_its_batch(monke
     Workunit.objects.filter(id__in=[wu.id for wu in wus]).update(file_delete_state=FileDeleteState.DONE)
     real = purge._records
 
-    def records(batch, when):  # type: ignore[no-untyped-def]
+    def records(batch, when):
         if any(wu.name == "bad" for wu in batch):
             raise RuntimeError("archive bug")
         return real(batch, when)

@@ -47,7 +47,7 @@ def rpc_held(monkeypatch, host: Host, *, now, reports=()) -> tuple[threading.Thr
     errors: list[BaseException] = []
     original = scheduler_services.results_report
 
-    def hold_then_report(ctx):  # type: ignore[no-untyped-def]
+    def hold_then_report(ctx):
         holding.set()
         time.sleep(HOLD_SECONDS)
         return original(ctx)
@@ -165,7 +165,7 @@ def test_create_work_reusing_an_input_file_the_deleter_is_removing_copies_it_in_
     deciding, errors = threading.Event(), []
     unlink = file_deleter._unlink
 
-    def unlink_slowly(path):  # type: ignore[no-untyped-def]
+    def unlink_slowly(path):
         deciding.set()  # the file's row is locked and its deletion decided
         time.sleep(HOLD_SECONDS)
         return unlink(path)

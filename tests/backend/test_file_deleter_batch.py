@@ -15,7 +15,7 @@ from tests.backend.conftest import make_wu
 from tests.threads import in_thread
 
 
-def finished(project, app, now, tmp_path, name: str, *inputs: str) -> Workunit:  # type: ignore[no-untyped-def]
+def finished(project, app, now, tmp_path, name: str, *inputs: str) -> Workunit:
     """A workunit whose input files and results' uploads are ready for deletion."""
     specs = []
     for input_name in inputs:
@@ -75,7 +75,7 @@ def test_a_file_a_nodelete_workunit_later_in_the_pass_uses_stays(project, app, n
     assert set(Workunit.objects.values_list("file_delete_state", flat=True)) == {FileDeleteState.DONE}
 
 
-def statements_of_a_pass(project, now) -> int:  # type: ignore[no-untyped-def]
+def statements_of_a_pass(project, now) -> int:
     with CaptureQueriesContext(connection) as queries:
         outcome = files_delete(project=project, now=now)
     assert outcome.errors == 0

@@ -27,7 +27,7 @@ def deleted_files(*wus: Workunit) -> None:
     Workunit.objects.filter(id__in=[wu.id for wu in wus]).update(file_delete_state=FileDeleteState.DONE)
 
 
-def columns(row) -> dict:  # type: ignore[no-untyped-def]
+def columns(row) -> dict:
     """Every column by attribute name as the ORM reads it, times in ISO 8601."""
     values = {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields}
     return {k: v.isoformat() if isinstance(v, datetime | date) else v for k, v in values.items()}
@@ -101,7 +101,7 @@ def test_purging_a_sequences_last_step_clears_the_sequences_links_to_it(project,
     assert [getattr(sequence, link) for link in links] == [None, None, None, None]
 
 
-def statements_of_a_pass(project, now) -> int:  # type: ignore[no-untyped-def]
+def statements_of_a_pass(project, now) -> int:
     with CaptureQueriesContext(connection) as queries:
         outcome = workunits_purge(project=project, now=now + LATER, min_age_days=0)
     assert outcome.items > 0

@@ -94,7 +94,7 @@ def test_a_workunit_that_fails_holds_up_only_itself(monkeypatch, project, app, n
     wus = make_wus(project, app, now, 4)
     plan = transitioner.plan_transition
 
-    def fails_for_one(wu, *args, **kw):  # type: ignore[no-untyped-def]
+    def fails_for_one(wu, *args, **kw):
         if wu.id == wus[1].id:
             raise RuntimeError("broken workunit")
         return plan(wu, *args, **kw)
@@ -206,7 +206,7 @@ def test_results_create_writes_what_result_create_writes(project, app, now):
 
     file_fields = [f.attname for f in OutputFile._meta.concrete_fields if f.name not in {"id", "result"}]
 
-    def files(rid, old, new):  # type: ignore[no-untyped-def]
+    def files(rid, old, new):
         rows = list(OutputFile.objects.filter(result_id=rid).order_by("ordinal").values(*file_fields))
         return [{k: v.replace(old, new) if k == "name" else v for k, v in r.items()} for r in rows]
 

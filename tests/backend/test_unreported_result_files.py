@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def single(project):  # type: ignore[no-untyped-def]
+def single(project):
     """One replica per job (quorum 1)."""
     app = AppFactory(project=project, name="single", min_quorum=1, target_nresults=1)
     AppVersionFactory(app=app)
@@ -32,7 +32,7 @@ def run_daemons(*args: str) -> None:
     call_command("run_daemons", "--once", *args, stdout=StringIO(), stderr=StringIO())
 
 
-def timed_out_send(project, app, host):  # type: ignore[no-untyped-def]
+def timed_out_send(project, app, host):
     """A job whose only replica went to ``host`` and is past its deadline and grace period."""
     wu = make_wu(project, app, now=None)
     [result] = results_of(wu)

@@ -147,7 +147,7 @@ def test_a_validator_reads_the_outputs_before_it_locks_the_hosts_rows(monkeypatc
     in_transaction = []
     read = validator.payloads_read
 
-    def payloads_read(*args):  # type: ignore[no-untyped-def]
+    def payloads_read(*args):
         in_transaction.append(connection.in_atomic_block)
         return read(*args)
 

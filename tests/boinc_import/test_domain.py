@@ -68,7 +68,7 @@ def user_row(**values: object) -> dict[str, object]:
     return {**row, **values}
 
 
-def mapped_user(**values: object):  # type: ignore[no-untyped-def]
+def mapped_user(**values: object):
     return map_user(
         user_row(**values), now=NOW, rules=RULES, teams=IdMap(offset=100, imported={3}), stats_consent=True
     )
@@ -390,7 +390,7 @@ def result_row(**values: object) -> dict[str, object]:
     return {**row, **values}
 
 
-def mapped_result(**values: object):  # type: ignore[no-untyped-def]
+def mapped_result(**values: object):
     return map_result(
         result_row(**values),
         now=NOW,

@@ -16,12 +16,12 @@ OLD_ID, OFFSET = 7, 1000
 
 
 @pytest.fixture
-def project():  # type: ignore[no-untyped-def]
+def project():
     return project_create(slug="shifted", name="Shifted").project
 
 
 @pytest.fixture
-def imported_host(project):  # type: ignore[no-untyped-def]
+def imported_host(project):
     project.boinc_hostid_offset, project.boinc_hostid_max = OFFSET, 50
     project.save()
     account = AccountFactory(project=project)

@@ -47,7 +47,7 @@ OUTPUT = b"the answer is 42\n"
 HALF_LIFE = 7 * 86400.0
 
 
-def upload_output(client: Client, project: Project, name: str, keys, *, offset: int = 0) -> UploadReply:  # type: ignore[no-untyped-def]
+def upload_output(client: Client, project: Project, name: str, keys, *, offset: int = 0) -> UploadReply:
     """Upload an output as the client does, with the certificate the old server signed."""
     header = render_upload_header(
         UploadRequest(
@@ -69,7 +69,7 @@ def upload_output(client: Client, project: Project, name: str, keys, *, offset: 
     return parse_upload_reply(response.content)
 
 
-def report_and_ask(client: Client, project: Project, s: Scenario, *, hostid: int, seqno: int):  # type: ignore[no-untyped-def]
+def report_and_ask(client: Client, project: Project, s: Scenario, *, hostid: int, seqno: int):
     """The 7.20 client's RPC after finishing the task: report it and ask for an hour of work."""
     return rpc(
         client,

@@ -11,7 +11,7 @@ import pytest
 
 
 @pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
+def page(browser):
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(15000)
@@ -19,7 +19,7 @@ def page(browser):  # type: ignore[no-untyped-def]
     context.close()
 
 
-def admin_login(page, base_url: str, username: str, password: str) -> None:  # type: ignore[no-untyped-def]
+def admin_login(page, base_url: str, username: str, password: str) -> None:
     """Log into the admin and wait until the index page is shown (the session is set)."""
     from playwright.sync_api import expect
 
@@ -47,7 +47,7 @@ class Looker:
         self.count = 0
         self.seen: list[str] = []
 
-    def __call__(self, page, name: str) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, page, name: str) -> None:
         self.count += 1
         self.seen.append(name)
         problems = []

@@ -30,7 +30,7 @@ from tests.factories import (
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def text_lines(page, selector: str) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
+def text_lines(page, selector: str) -> list[dict[str, float]]:
     """The boxes of the lines of text of the elements ``selector`` finds (a heading's own box
     spans the whole width, beside the buttons too)."""
     return page.evaluate(
@@ -52,7 +52,7 @@ def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 @pytest.fixture
-def project(db):  # type: ignore[no-untyped-def]
+def project(db):
     project = project_create(slug="ops", name="Operations Project").project
     app = AppFactory(project=project, name="sim", user_friendly_name="Simulation")
     version = AppVersionFactory(app=app)

@@ -21,7 +21,7 @@ PASSWORD = "a long secret"
 
 
 @pytest.fixture
-def ada(live_server):  # type: ignore[no-untyped-def]
+def ada(live_server):
     project = ProjectFactory(slug="gone", name="Gone Project", base_url=live_server.url)
     team = TeamFactory(project=project, name="Badgers", total_credit=2e6, expavg_credit=300.0)
     account = AccountFactory(
@@ -37,7 +37,7 @@ def ada(live_server):  # type: ignore[no-untyped-def]
     return account
 
 
-def log_in(page, base: str) -> None:  # type: ignore[no-untyped-def]
+def log_in(page, base: str) -> None:
     page.goto(f"{base}/account/")
     page.fill("#id_email", "ada@example.org")
     page.fill("#id_password", PASSWORD)

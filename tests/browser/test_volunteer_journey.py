@@ -78,13 +78,13 @@ def run_daemons() -> None:
     call_command("run_daemons", "--once", stdout=StringIO(), stderr=StringIO())
 
 
-def log_in(page, email: str, password: str) -> None:  # type: ignore[no-untyped-def]
+def log_in(page, email: str, password: str) -> None:
     page.fill("#id_email", email)
     page.fill("#id_password", password)
     page.click("button:has-text('Log in')")
 
 
-def task_row(page):  # type: ignore[no-untyped-def]
+def task_row(page):
     return page.locator("table.tasks tbody tr").first
 
 

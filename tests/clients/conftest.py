@@ -28,12 +28,12 @@ MAX_NBYTES = 100_000
 
 
 @pytest.fixture
-def project(db):  # type: ignore[no-untyped-def]
+def project(db):
     return project_create(slug="cli", name="Client Test").project
 
 
 @pytest.fixture
-def output(project) -> OutputFile:  # type: ignore[no-untyped-def]
+def output(project) -> OutputFile:
     """The output file of a result in progress, with its upload certificate."""
     app = AppFactory(project=project, name="worker")
     result = ResultFactory(
@@ -91,7 +91,7 @@ class Posted:
     reply: UploadReply
 
 
-def post_upload(client: Client, project, body: bytes) -> Posted:  # type: ignore[no-untyped-def]
+def post_upload(client: Client, project, body: bytes) -> Posted:
     response = client.post(
         f"/{project.slug}/file_upload_handler", data=body, content_type="application/x-www-form-urlencoded"
     )

@@ -22,19 +22,19 @@ EMAIL = "am@example.com"
 
 
 @pytest.fixture
-def account(project):  # type: ignore[no-untyped-def]
+def account(project):
     return AccountFactory(
         project=project, email_addr=EMAIL, name="Manager", password="secretpw", venue="work"
     )
 
 
-def get(client, project, page: str, query: str = "", **extra):  # type: ignore[no-untyped-def]
+def get(client, project, page: str, query: str = "", **extra):
     response = client.get(f"/{project.slug}/{page}" + (f"?{query}" if query else ""), **extra)
     assert response.status_code == 200, response.content
     return response
 
 
-def am_info(client, project, account) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def am_info(client, project, account) -> dict[str, str]:
     return parse_am_get_info_reply(
         get(client, project, "am_get_info.php", f"account_key={account.authenticator}").content
     )
@@ -137,7 +137,7 @@ def test_am_set_info_answers_not_supported_as_boincs_current_server(client, proj
     assert account.name == "Manager"
 
 
-def create(client, project, n: int, ip: str):  # type: ignore[no-untyped-def]
+def create(client, project, n: int, ip: str):
     email = f"new{n}@example.com"
     query = f"email_addr={email}&passwd_hash={passwd_hash('pw123456', email)}&user_name=New"
     return parse_account_reply(get(client, project, "create_account.php", query, REMOTE_ADDR=ip).content)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 PW_HASH = passwd_hash("longenough", "new@example.org")
 
 
-def account_rpc(client, project, page: str, query: str):  # type: ignore[no-untyped-def]
+def account_rpc(client, project, page: str, query: str):
     response = client.get(f"/{project.slug}/{page}?{query}")
     assert response.status_code == 200
     return parse_account_reply(response.content)

@@ -12,7 +12,7 @@ from tests.factories import AccountFactory, ProjectFactory
 pytestmark = pytest.mark.django_db
 
 
-def signup(client: Client, project, **fields: str):  # type: ignore[no-untyped-def]
+def signup(client: Client, project, **fields: str):
     data = {"name": "Ada", "email": "Ada@Example.org", "password": "longpassword", **fields}
     return client.post(f"/{project.slug}/signup/", data)
 

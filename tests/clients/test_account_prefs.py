@@ -20,7 +20,7 @@ def account(project) -> Account:
 
 
 @pytest.fixture
-def logged_in(client, project, account):  # type: ignore[no-untyped-def]
+def logged_in(client, project, account):
     client.post(f"/{project.slug}/account/", {"email": account.email_addr, "password": "pw123456"})
     return client
 
@@ -29,7 +29,7 @@ BOTH_PROCESSORS = {"resource_share": "100", "use_cpu": "on", "use_nvidia": "on"}
 
 
 @pytest.fixture(autouse=True)
-def gpu_app(project, tmp_path):  # type: ignore[no-untyped-def]
+def gpu_app(project, tmp_path):
     """An app with a CPU and an NVIDIA version: the page asks about both."""
     worker = tmp_path / "worker.sh"
     worker.write_text("#!/bin/sh\n")

@@ -28,7 +28,7 @@ DATA = b"output bytes\n"
 
 
 @pytest.fixture
-def maintenance_delay(settings):  # type: ignore[no-untyped-def]
+def maintenance_delay(settings):
     settings.COBBLESTONE_MAINTENANCE_DELAY = 1234
     return 1234
 
@@ -140,7 +140,7 @@ def test_master_page_outage_is_not_a_debug_page_even_with_debug_on(client, proje
 class FailingAfterTheView:
     """Middleware whose own database write fails after the view (as a session save can)."""
 
-    def __init__(self, get_response):  # type: ignore[no-untyped-def]
+    def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

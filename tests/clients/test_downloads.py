@@ -16,17 +16,17 @@ DATA = bytes(range(256)) * 40  # 10 240 bytes
 
 
 @pytest.fixture
-def stored(project):  # type: ignore[no-untyped-def]
+def stored(project):
     path = project.download_dir / "in_1.dat"
     path.write_bytes(DATA)
     return path
 
 
-def url(project, name: str) -> str:  # type: ignore[no-untyped-def]
+def url(project, name: str) -> str:
     return f"/{project.slug}/download/{name}"
 
 
-def body(response) -> bytes:  # type: ignore[no-untyped-def]
+def body(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
 
 

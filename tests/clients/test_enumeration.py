@@ -21,13 +21,13 @@ CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
 
 
 @pytest.fixture
-def hash_checks(monkeypatch):  # type: ignore[no-untyped-def]
+def hash_checks(monkeypatch):
     """Each bcrypt hash the project's hasher computed: one for a new hash, one for a check
     (its verify encodes the candidate with the stored salt)."""
     calls: list[str] = []
     original = BoincBCryptSHA256PasswordHasher.encode
 
-    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def counted(self, *args, **kwargs):
         calls.append("encode")
         return original(self, *args, **kwargs)
 
@@ -35,7 +35,7 @@ def hash_checks(monkeypatch):  # type: ignore[no-untyped-def]
     return calls
 
 
-def log_in(client: Client, project, email: str, password: str):  # type: ignore[no-untyped-def]
+def log_in(client: Client, project, email: str, password: str):
     return client.post(f"/{project.slug}/account/", {"email": email, "password": password})
 
 
@@ -58,7 +58,7 @@ def test_the_log_in_form_says_the_same_for_an_unknown_address_and_a_wrong_passwo
     unknown = log_in(client, project, "nobody@example.org", "wrong password")
     assert wrong.status_code == unknown.status_code == 200
 
-    def page(response, email: str) -> str:  # type: ignore[no-untyped-def]
+    def page(response, email: str) -> str:
         return CSRF_TOKEN.sub("", response.content.decode().replace(email, "X"))
 
     assert page(wrong, EMAIL) == page(unknown, "nobody@example.org")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def signed_project(project, tmp_path):  # type: ignore[no-untyped-def]
+def signed_project(project, tmp_path):
     main = tmp_path / "main.sh"
     main.write_text("#!/bin/sh\necho 0 > boinc_finish_called\n")
     app_create(project=project, name="worker")
@@ -33,7 +33,7 @@ def signed_project(project, tmp_path):  # type: ignore[no-untyped-def]
     return project
 
 
-def rotate(project, *args: str) -> str:  # type: ignore[no-untyped-def]
+def rotate(project, *args: str) -> str:
     out = StringIO()
     call_command("rotate_code_sign_key", "--project", project.slug, *args, stdout=out)
     return out.getvalue()

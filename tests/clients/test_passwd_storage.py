@@ -15,19 +15,19 @@ EMAIL = "new@example.org"
 DIGEST = passwd_hash("longenough", EMAIL)
 
 
-def account_rpc(client, project, page: str, query: str):  # type: ignore[no-untyped-def]
+def account_rpc(client, project, page: str, query: str):
     response = client.get(f"/{project.slug}/{page}?{query}")
     assert response.status_code == 200
     return parse_account_reply(response.content)
 
 
-def create(client, project, digest: str = DIGEST):  # type: ignore[no-untyped-def]
+def create(client, project, digest: str = DIGEST):
     return account_rpc(
         client, project, "create_account.php", f"email_addr={EMAIL}&passwd_hash={digest}&user_name=Newbie"
     )
 
 
-def lookup(client, project, digest: str):  # type: ignore[no-untyped-def]
+def lookup(client, project, digest: str):
     return account_rpc(client, project, "lookup_account.php", f"email_addr={EMAIL}&passwd_hash={digest}")
 
 

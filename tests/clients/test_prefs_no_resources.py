@@ -17,7 +17,7 @@ def account(project) -> Account:
 
 
 @pytest.fixture
-def logged_in(client, project, account):  # type: ignore[no-untyped-def]
+def logged_in(client, project, account):
     client.post(f"/{project.slug}/account/", {"email": account.email_addr, "password": "pw123456"})
     return client
 

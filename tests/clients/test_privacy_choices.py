@@ -25,12 +25,12 @@ def account(project) -> Account:
 
 
 @pytest.fixture
-def logged_in(client, project, account):  # type: ignore[no-untyped-def]
+def logged_in(client, project, account):
     client.post(f"/{project.slug}/account/", {"email": account.email_addr, "password": "pw123456"})
     return client
 
 
-def exported_names(project, now) -> list[str]:  # type: ignore[no-untyped-def]
+def exported_names(project, now) -> list[str]:
     stats_export_write(project=project, now=now)
     with gzip.open(stats_dir(project) / "user.gz") as f:
         return [u.findtext("name") for u in etree.fromstring(f.read()).findall("user")]
@@ -46,7 +46,7 @@ def label(page: bytes, name: str) -> str:
     return text.text_content()
 
 
-def signup(client, project, **fields: str):  # type: ignore[no-untyped-def]
+def signup(client, project, **fields: str):
     data = {"name": "Grace", "email": "grace@example.org", "password": "longpassword", **fields}
     return client.post(f"/{project.slug}/signup/", data)
 

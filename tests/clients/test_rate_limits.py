@@ -18,26 +18,26 @@ ERR_RETRY = -199
 
 
 @pytest.fixture
-def account(project):  # type: ignore[no-untyped-def]
+def account(project):
     return AccountFactory(project=project, email_addr=EMAIL, passwd_hash=passwd_hash(PASSWORD, EMAIL))
 
 
 @pytest.fixture
-def limits(settings):  # type: ignore[no-untyped-def]
+def limits(settings):
     settings.COBBLESTONE_RATELIMIT_LOGIN_IP = "3/15m"
     settings.COBBLESTONE_RATELIMIT_LOGIN_ACCOUNT = "5/h"
     settings.COBBLESTONE_RATELIMIT_SIGNUP_IP = "2/h"
     return settings
 
 
-def lookup(client: Client, project, password: str, *, email: str = EMAIL, ip: str = "192.0.2.1"):  # type: ignore[no-untyped-def]
+def lookup(client: Client, project, password: str, *, email: str = EMAIL, ip: str = "192.0.2.1"):
     query = f"email_addr={email}&passwd_hash={passwd_hash(password, email)}"
     response = client.get(f"/{project.slug}/lookup_account.php?{query}", REMOTE_ADDR=ip)
     assert response.status_code == 200  # the client reads the body of a 200 only
     return response, parse_account_reply(response.content)
 
 
-def create(client: Client, project, email: str, *, password: str = PASSWORD, ip: str = "192.0.2.1"):  # type: ignore[no-untyped-def]
+def create(client: Client, project, email: str, *, password: str = PASSWORD, ip: str = "192.0.2.1"):
     query = f"email_addr={email}&passwd_hash={passwd_hash(password, email)}&user_name=New"
     response = client.get(f"/{project.slug}/create_account.php?{query}", REMOTE_ADDR=ip)
     return response, parse_account_reply(response.content)

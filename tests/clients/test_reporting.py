@@ -22,7 +22,7 @@ DATA = b"HELLO BOINC\n"
 
 
 @pytest.fixture
-def sent(client, project, tmp_path):  # type: ignore[no-untyped-def]
+def sent(client, project, tmp_path):
     """A job sent to a new host by a real scheduler RPC: (account, reply, result)."""
     main = tmp_path / "main.sh"
     main.write_text("#!/bin/sh\necho 0 > boinc_finish_called\n")
@@ -41,7 +41,7 @@ def sent(client, project, tmp_path):  # type: ignore[no-untyped-def]
     return account, reply, Result.objects.get(name="job_0")
 
 
-def report(client, project, account, first_reply, name: str, data_md5: str, **kw):  # type: ignore[no-untyped-def]
+def report(client, project, account, first_reply, name: str, data_md5: str, **kw):
     result = replace(
         reported(name, **kw),
         files=(ReportedFile(name=f"{name}_0", nbytes=len(DATA), max_nbytes=10_000, md5_cksum=data_md5),),

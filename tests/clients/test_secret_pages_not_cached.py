@@ -14,7 +14,7 @@ EMAIL = "ada@example.org"
 PW_HASH = passwd_hash("longpassword", EMAIL)
 
 
-def kept_by_nobody(response) -> bool:  # type: ignore[no-untyped-def]
+def kept_by_nobody(response) -> bool:
     return "no-store" in response.get("Cache-Control", "") and "private" in response["Cache-Control"]
 
 

@@ -37,13 +37,13 @@ def reset(output: OutputFile) -> None:
     OutputFile.objects.filter(pk=output.pk).update(uploaded=False, nbytes=0, md5_cksum="", upload_time=None)
 
 
-def files_outside_upload_area(project) -> list[Path]:  # type: ignore[no-untyped-def]
+def files_outside_upload_area(project) -> list[Path]:
     data_root = project.data_dir.parent
     upload = project.upload_dir.resolve()
     return [p for p in data_root.rglob("*") if p.is_file() and upload not in p.resolve().parents]
 
 
-def check_invariants(project, output: OutputFile, posted) -> None:  # type: ignore[no-untyped-def]
+def check_invariants(project, output: OutputFile, posted) -> None:
     assert posted.http_status == 200
     assert posted.reply.status in STATUSES
     assert files_outside_upload_area(project) == []

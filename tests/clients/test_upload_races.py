@@ -27,7 +27,7 @@ def content(i: int) -> bytes:
     return (f"uploader {i} ".encode() * SIZE)[:SIZE]
 
 
-def upload_until_answered(project, body: bytes) -> tuple[int, str | None]:  # type: ignore[no-untyped-def]
+def upload_until_answered(project, body: bytes) -> tuple[int, str | None]:
     """Post until the answer is not "try later" (what the client does); (status, message)."""
     client = Client()
     for _ in range(500):
@@ -80,7 +80,7 @@ def run_processes(target: Callable[[int], tuple[int, str | None]]) -> list[tuple
     return [got[i] for i in range(UPLOADERS)]
 
 
-def assert_row_and_file_agree(project, output) -> bytes:  # type: ignore[no-untyped-def]
+def assert_row_and_file_agree(project, output) -> bytes:
     output.refresh_from_db()
     stored = (project.upload_dir / output.name).read_bytes()
     assert output.uploaded is True

@@ -16,11 +16,11 @@ pytestmark = pytest.mark.django_db
 DATA = b"HELLO BOINC\n" * 1000  # 12 000 bytes: big enough for the client's size query
 
 
-def stored(project, name: str):  # type: ignore[no-untyped-def]
+def stored(project, name: str):
     return project.upload_dir / name
 
 
-def partial(project, name: str):  # type: ignore[no-untyped-def]
+def partial(project, name: str):
     return partial_path(project, name)
 
 
@@ -227,7 +227,7 @@ def test_a_file_whose_row_went_while_it_came_in_is_refused_and_not_kept(client, 
 
     write = transfer._write_at
 
-    def purged_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def purged_meanwhile(*args, **kwargs):
         written = write(*args, **kwargs)
         OutputFile.objects.filter(id=output.id).delete()
         return written
@@ -247,7 +247,7 @@ def test_a_file_whose_result_went_to_the_file_deleter_while_it_came_in_is_refuse
 
     write = transfer._write_at
 
-    def handed_over_meanwhile(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def handed_over_meanwhile(*args, **kwargs):
         written = write(*args, **kwargs)
         Result.objects.filter(id=output.result_id).update(file_delete_state=FileDeleteState.READY)
         return written

@@ -17,17 +17,17 @@ PW_HASH = passwd_hash("secretpw", EMAIL)
 
 
 @pytest.fixture
-def account(project):  # type: ignore[no-untyped-def]
+def account(project):
     return AccountFactory(project=project, email_addr=EMAIL, passwd_hash=PW_HASH, name="Tester")
 
 
-def rpc(client, project, page: str, query: str = ""):  # type: ignore[no-untyped-def]
+def rpc(client, project, page: str, query: str = ""):
     response = client.get(f"/{project.slug}/{page}" + (f"?{query}" if query else ""))
     assert response.status_code == 200
     return response
 
 
-def account_rpc(client, project, page: str, query: str = ""):  # type: ignore[no-untyped-def]
+def account_rpc(client, project, page: str, query: str = ""):
     return parse_account_reply(rpc(client, project, page, query).content)
 
 

@@ -13,7 +13,7 @@ from boincproj.broker import Transport
 
 
 @pytest.fixture
-def connection(tmp_path: Path):  # type: ignore[no-untyped-def]
+def connection(tmp_path: Path):
     folders = {name: tmp_path / name for name in ("out", "processed", "control")}
     for folder in folders.values():
         folder.mkdir()

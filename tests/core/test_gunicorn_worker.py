@@ -27,7 +27,7 @@ def get(port: int, path: str, headers: dict[str, str] | None = None) -> dict:
 
 
 @pytest.fixture
-def server(tmp_path: Path):  # type: ignore[no-untyped-def]
+def server(tmp_path: Path):
     port = free_port()
     release = tmp_path / "release"
     command = [sys.executable, "-m", "gunicorn", "tests.core.wsgi_echo:app", "--bind", f"127.0.0.1:{port}"]

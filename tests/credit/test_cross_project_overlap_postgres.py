@@ -35,7 +35,7 @@ pytestmark = [
 SKIPPED = "skipped: another cross-project pass is running"
 
 
-def mixed_app(project, name: str, cpu_plan_class: str, gpu_plan_class: str) -> App:  # type: ignore[no-untyped-def]
+def mixed_app(project, name: str, cpu_plan_class: str, gpu_plan_class: str) -> App:
     app = AppFactory(project=project, name=name)
     AppVersionFactory(app=app, plan_class=cpu_plan_class, expavg_credit=100.0, pfc_scale=1.0)
     AppVersionFactory(
@@ -66,7 +66,7 @@ def first_pass_held() -> Iterator[tuple[threading.Event, threading.Event]]:
     """(holding, release): the first pass to store the "" factor stops there, its row locked."""
     holding, release = threading.Event(), threading.Event()
 
-    def hold(sender, instance, **kwargs):  # type: ignore[no-untyped-def]
+    def hold(sender, instance, **kwargs):
         if instance.plan_class == "" and not holding.is_set():
             holding.set()
             assert release.wait(20), "the test never released the first pass"

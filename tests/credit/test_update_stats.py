@@ -14,12 +14,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team():  # type: ignore[no-untyped-def]
+def team():
     return TeamFactory(project=ProjectFactory(), total_credit=300.0, expavg_credit=30.0)
 
 
 @pytest.fixture
-def account(team, now):  # type: ignore[no-untyped-def]
+def account(team, now):
     return AccountFactory(
         project=team.project,
         team=team,

@@ -46,7 +46,7 @@ def test_a_grant_during_update_stats_leaves_the_days_history_equal_to_the_users_
     workunit = credit_workunit(app, canonical_granted_credit=50.0)
     owners_read, go_on, granted, release = (threading.Event() for _ in range(4))
 
-    def pause_after_reading_the_users(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def pause_after_reading_the_users(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
         if not owners_read.is_set() and '"volunteers_account"."total_credit" >' in sql:
             owners_read.set()

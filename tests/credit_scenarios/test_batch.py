@@ -168,7 +168,7 @@ def _credit_state() -> dict[str, list[tuple]]:
     }
 
 
-def _rolled_back(run):  # type: ignore[no-untyped-def]
+def _rolled_back(run):
     """What ``run`` returns and the credit state it leaves, then undone."""
     with transaction.atomic():
         returned = run()

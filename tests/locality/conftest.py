@@ -131,7 +131,7 @@ def wu_file(result_name: str) -> str:
 class FakeClock:
     """monotonic/sleep for the on-demand wait; ``on_sleep`` runs at each sleep (the 'worker')."""
 
-    def __init__(self, on_sleep=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, on_sleep=None) -> None:
         self.t = 1000.0
         self.slept = 0.0
         self.calls = 0

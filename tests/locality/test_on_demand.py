@@ -72,7 +72,7 @@ def test_other_requests_are_served_while_one_waits(on_demand, loc_app, hosts, cl
     clock.on_sleep = worker
     hosts.rpc(hosts.new(files={"a.dat": 1.0}), jobs=1)
     assert outcome["finished"] is True
-    assert [wu_file(r.name) for r in outcome["reply"].results] == ["b.dat"]  # type: ignore[attr-defined]
+    assert [wu_file(r.name) for r in outcome["reply"].results] == ["b.dat"]
 
 
 @transactional
@@ -220,7 +220,7 @@ def test_generate_task_runs_the_service(on_demand, now):
 
 
 @pytest.fixture
-def eager_celery():  # type: ignore[no-untyped-def]
+def eager_celery():
     from boincproj.celery import app as celery_app
 
     previous = celery_app.conf.task_always_eager

@@ -27,7 +27,7 @@ from tests.locality.conftest import FakeClock, file_work, volunteer, wu_file
 transactional = pytest.mark.django_db(transaction=True)
 
 
-def generator_answers_at_first_sleep(clock: FakeClock, enqueued: list[int], hosts) -> None:  # type: ignore[no-untyped-def]
+def generator_answers_at_first_sleep(clock: FakeClock, enqueued: list[int], hosts) -> None:
     def worker(fake: FakeClock) -> None:
         if fake.calls == 1:
             locality_work_generate(file_id=enqueued[0], now=hosts.now)
@@ -162,7 +162,7 @@ def test_the_retry_keeps_one_result_per_user_per_workunit_across_hosts(
     real_retry, real_flush = locality_source._retry_files, Dispatcher.flush
     outcome: dict[str, object] = {}
 
-    def retry(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def retry(*args, **kwargs):
         in_retry.set()
         try:
             return real_retry(*args, **kwargs)
@@ -186,9 +186,9 @@ def test_the_retry_keeps_one_result_per_user_per_workunit_across_hosts(
     monkeypatch.setattr(locality_source, "_retry_files", retry)
     monkeypatch.setattr(Dispatcher, "flush", flush)
     reply = hosts.rpc(first, jobs=1)
-    outcome["thread"].join(timeout=30)  # type: ignore[attr-defined]
+    outcome["thread"].join(timeout=30)
     assert [r.wu_name for r in reply.results] == ["a.dat__050"]
-    assert [r.wu_name for r in outcome["reply"].results] != ["a.dat__050"]  # type: ignore[attr-defined]
+    assert [r.wu_name for r in outcome["reply"].results] != ["a.dat__050"]
     assert (
         Result.objects.filter(
             account=user, workunit__name="a.dat__050", server_state=ServerState.IN_PROGRESS

@@ -28,7 +28,7 @@ def run(tmp_path, *, locality: bool) -> SimulationOutcome:
         slug=f"sim-{'on' if locality else 'off'}", config=CONFIG, locality=locality, work_dir=tmp_path
     )
 
-    def transport(req):  # type: ignore[no-untyped-def]
+    def transport(req):
         return scheduler_request_handle(project=Project.objects.get(pk=project.pk), req=req, now=clock.now())
 
     return simulation_run(project=project, config=CONFIG, transport=transport)

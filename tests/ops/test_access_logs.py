@@ -46,7 +46,7 @@ def get(url: str, context: ssl.SSLContext | None = None, headers: dict[str, str]
         return exc.code
 
 
-def wait_for(ready, what: str, proc: subprocess.Popen) -> None:  # type: ignore[no-untyped-def]
+def wait_for(ready, what: str, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + 60
     while not ready():
         assert proc.poll() is None, f"{what} exited"
@@ -168,5 +168,5 @@ def test_nginx_masks_the_plain_http_redirect_too(nginx):
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def redirect_request(self, *args, **kwargs):
         return None

@@ -17,7 +17,7 @@ from apps.ops.health import Broker, DataAreaDisk, HealthView, Migrations
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def get(client, *args, **kwargs):  # type: ignore[no-untyped-def]
+def get(client, *args, **kwargs):
     """The view is async; Playwright's sync API (the browser tests' session fixture) keeps an
     event loop running in the test thread, where Django cannot run one, so ask from another."""
     with ThreadPoolExecutor(max_workers=1) as pool:

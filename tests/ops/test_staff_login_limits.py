@@ -19,12 +19,12 @@ OWNER_IP = "192.0.2.10"
 
 
 @pytest.fixture
-def operator(db):  # type: ignore[no-untyped-def]
+def operator(db):
     ProjectFactory(slug="ops")
     return get_user_model().objects.create_superuser("operator", "op@example.org", PASSWORD)
 
 
-def admin_login(client: Client, password: str, *, ip: str = "198.51.100.1"):  # type: ignore[no-untyped-def]
+def admin_login(client: Client, password: str, *, ip: str = "198.51.100.1"):
     return client.post(
         "/admin/login/?next=/admin/",
         {"username": "operator", "password": password},
@@ -32,7 +32,7 @@ def admin_login(client: Client, password: str, *, ip: str = "198.51.100.1"):  # 
     )
 
 
-def api_get(client: Client, password: str, *, ip: str = "198.51.100.1"):  # type: ignore[no-untyped-def]
+def api_get(client: Client, password: str, *, ip: str = "198.51.100.1"):
     token = base64.b64encode(f"operator:{password}".encode()).decode()
     return client.get("/api/v1/projects/ops/workunits/", HTTP_AUTHORIZATION=f"Basic {token}", REMOTE_ADDR=ip)
 

@@ -19,13 +19,13 @@ PASSWORD = "staff-secret-1"
 
 
 @pytest.fixture
-def operator(db):  # type: ignore[no-untyped-def]
+def operator(db):
     ProjectFactory(slug="ops")
     return get_user_model().objects.create_superuser("operator", "op@example.org", PASSWORD)
 
 
 @pytest.fixture
-def otp_on(settings):  # type: ignore[no-untyped-def]
+def otp_on(settings):
     settings.COBBLESTONE_STAFF_OTP = True
     return settings
 
@@ -36,7 +36,7 @@ def current_token(device: TOTPDevice) -> str:
     )
 
 
-def admin_login(client: Client, **fields: str):  # type: ignore[no-untyped-def]
+def admin_login(client: Client, **fields: str):
     return client.post("/admin/login/?next=/admin/", {"username": "operator", "password": PASSWORD, **fields})
 
 

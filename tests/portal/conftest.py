@@ -14,7 +14,7 @@ from apps.projects.models import Project
 
 
 @pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Project]:  # type: ignore[no-untyped-def]
+def demo(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Project]:
     """The demo project as ``seed_demo`` makes it, seeded once per module (the seed replays two
     weeks through the daemons, about ten seconds): inside a transaction rolled back when the
     module ends, so each test's own transaction is a savepoint within it and sees the seed."""

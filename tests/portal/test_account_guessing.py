@@ -18,20 +18,20 @@ ERR_RETRY = -199
 
 
 @pytest.fixture
-def ada(db):  # type: ignore[no-untyped-def]
+def ada(db):
     return AccountFactory(
         project=ProjectFactory(slug="ac"), name="Ada", email_addr="ada@example.com", password=PASSWORD
     )
 
 
-def change_password(client, old: str):  # type: ignore[no-untyped-def]
+def change_password(client, old: str):
     return client.post(
         "/ac/edit_passwd.php",
         {"old_password": old, "new_password1": "brand new secret", "new_password2": "brand new secret"},
     )
 
 
-def change_email(client, password: str):  # type: ignore[no-untyped-def]
+def change_email(client, password: str):
     return client.post("/ac/edit_email.php", {"email": "new@example.com", "password": password})
 
 

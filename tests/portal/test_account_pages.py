@@ -17,13 +17,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ada(db):  # type: ignore[no-untyped-def]
+def ada(db):
     return AccountFactory(
         project=ProjectFactory(slug="ac"), name="Ada", email_addr="ada@example.com", password=PASSWORD
     )
 
 
-def client_lookup(client, email: str, password: str):  # type: ignore[no-untyped-def]
+def client_lookup(client, email: str, password: str):
     """lookup_account.php as the BOINC client calls it."""
     response = client.get(
         "/ac/lookup_account.php", {"email_addr": email, "passwd_hash": passwd_hash(password, email)}

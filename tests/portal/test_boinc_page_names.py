@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def project():  # type: ignore[no-untyped-def]
+def project():
     return ProjectFactory(slug="names")
 
 

@@ -18,19 +18,19 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ada(db):  # type: ignore[no-untyped-def]
+def ada(db):
     project = project_create(slug="cp", name="Prefs Project").project
     return AccountFactory(project=project, password=PASSWORD, email_addr="ada@example.com")
 
 
-def form_data(client, url: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def form_data(client, url: str) -> dict[str, str]:
     """The edit form's fields as a browser would submit them unchanged."""
     doc = html.fromstring(client.get(url).content)
     form = doc.xpath("//form[contains(@class, 'prefs-form')]")[0]
     return {k: v for k, v in form.form_values() if k != "csrfmiddlewaretoken"}
 
 
-def stored(account: Account):  # type: ignore[no-untyped-def]
+def stored(account: Account):
     return parse_global_prefs(Account.objects.get(pk=account.pk).global_prefs)
 
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ada(db):  # type: ignore[no-untyped-def]
+def ada(db):
     return AccountFactory(
         project=ProjectFactory(slug="dl"), name="Ada", email_addr="ada@example.com", password=PASSWORD
     )
@@ -30,7 +30,7 @@ def link() -> str:
     return re.search(r"(/dl/delete_account_confirm\.php\?token=\S+)", message.body).group(1)
 
 
-def request_deletion(client, password: str = PASSWORD):  # type: ignore[no-untyped-def]
+def request_deletion(client, password: str = PASSWORD):
     return client.post("/dl/delete_account_request.php", {"password": password})
 
 

@@ -11,7 +11,7 @@ from tests.factories import AppFactory, AppVersionFactory, HostAppVersionFactory
 pytestmark = pytest.mark.django_db
 
 
-def version_row(client, hav) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def version_row(client, hav) -> dict[str, str]:
     """Header -> text of the host page's row for ``hav``'s app version."""
     page = html.fromstring(client.get(f"/hp/show_host_detail.php?hostid={hav.host_id}").content)
     [table] = page.xpath("//h2[.='Application versions on this computer']/following-sibling::table[1]")
@@ -25,7 +25,7 @@ def project():
     return ProjectFactory(slug="hp", daily_result_quota=200)
 
 
-def hav_of(project, **fields):  # type: ignore[no-untyped-def]
+def hav_of(project, **fields):
     version = AppVersionFactory(app=AppFactory(project=project, **fields.pop("app", {})))
     return HostAppVersionFactory(host=HostFactory(account__project=project), app_version=version, **fields)
 

@@ -22,7 +22,7 @@ def project():
     return ProjectFactory(slug="pv", stats_export=True)
 
 
-def user_xml(client, account):  # type: ignore[no-untyped-def]
+def user_xml(client, account):
     return etree.fromstring(client.get(f"/pv/show_user.php?userid={account.id}&format=xml").content)
 
 
@@ -89,7 +89,7 @@ def test_user_list_json_gives_cpids_of_consenting_users_only(client, project):
     assert declining.public_cpid not in str(users)
 
 
-def venue_cell(client, host) -> str:  # type: ignore[no-untyped-def]
+def venue_cell(client, host) -> str:
     page = client.get(f"/pv/show_host_detail.php?hostid={host.id}").content.decode()
     return page[page.index('id="host-venue"') :].split("</td>", 1)[0]
 

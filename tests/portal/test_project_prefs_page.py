@@ -20,18 +20,18 @@ URL = "/pp/account/prefs/"
 
 
 @pytest.fixture
-def ada(db):  # type: ignore[no-untyped-def]
+def ada(db):
     project = project_create(slug="pp", name="Prefs Project").project
     return AccountFactory(project=project, password=PASSWORD, email_addr="ada@example.com")
 
 
 @pytest.fixture
-def logged_in(client, ada):  # type: ignore[no-untyped-def]
+def logged_in(client, ada):
     log_in(client, ada)
     return client
 
 
-def form_data(client, url: str = URL) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def form_data(client, url: str = URL) -> dict[str, object]:
     """The form's fields as a browser would submit them unchanged."""
     form = html.fromstring(client.get(url).content).xpath("//form[contains(@class, 'stacked')]")[0]
     data: dict[str, object] = {}
@@ -39,11 +39,11 @@ def form_data(client, url: str = URL) -> dict[str, object]:  # type: ignore[no-u
         if key == "csrfmiddlewaretoken":
             continue
         data.setdefault(key, [])
-        data[key].append(value)  # type: ignore[union-attr]
+        data[key].append(value)
     return data
 
 
-def prefs(account: Account):  # type: ignore[no-untyped-def]
+def prefs(account: Account):
     return account_project_prefs_get(Account.objects.get(pk=account.pk))
 
 

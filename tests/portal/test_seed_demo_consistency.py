@@ -19,7 +19,7 @@ from apps.volunteers.models import Account, CreditHistory, Team
 pytestmark = pytest.mark.django_db
 
 
-def with_credit(model, demo):  # type: ignore[no-untyped-def]
+def with_credit(model, demo):
     rows = list(model.objects.filter(project=demo, total_credit__gt=0))
     assert rows, f"the demo has no {model.__name__} with credit"
     return rows

@@ -21,7 +21,7 @@ def project():
     return ProjectFactory(slug="st")
 
 
-def finished(app, elapsed: float) -> None:  # type: ignore[no-untyped-def]
+def finished(app, elapsed: float) -> None:
     ResultFactory(
         workunit__app=app,
         server_state=ServerState.OVER,
@@ -31,13 +31,13 @@ def finished(app, elapsed: float) -> None:  # type: ignore[no-untyped-def]
     )
 
 
-def runtime_cell(client, name: str) -> str:  # type: ignore[no-untyped-def]
+def runtime_cell(client, name: str) -> str:
     page = html.fromstring(client.get("/st/server_status.php").content)
     [row] = page.xpath(f"//h2[.='Tasks by application']/following-sibling::table[1]//tr[td[1]='{name}']")
     return row.xpath("td")[3].text_content()
 
 
-def daemon_status(client, command: str) -> str:  # type: ignore[no-untyped-def]
+def daemon_status(client, command: str) -> str:
     page = html.fromstring(client.get("/st/server_status.php").content)
     [row] = page.xpath(f"//h2[.='Server status']/following-sibling::table[1]//tr[td[1]='{command}']")
     return row.xpath("td")[2].text_content()

@@ -15,7 +15,7 @@ from tests.factories import AppFactory, ProjectFactory, ResultFactory
 pytestmark = pytest.mark.django_db
 
 
-def xml_runtimes(client, elapsed: list[float]) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+def xml_runtimes(client, elapsed: list[float]) -> tuple[float, float, float]:
     app = AppFactory(project=ProjectFactory(slug="rt"), name="quick")
     for seconds in elapsed:
         ResultFactory(

@@ -19,13 +19,13 @@ from tests.factories import AppFactory, ProjectFactory, ResultFactory
 pytestmark = pytest.mark.django_db
 
 
-def captured(client, url: str) -> list[str]:  # type: ignore[no-untyped-def]
+def captured(client, url: str) -> list[str]:
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url).status_code == 200
     return [q["sql"] for q in queries.captured_queries]
 
 
-def add_apps(project, n: int) -> None:  # type: ignore[no-untyped-def]
+def add_apps(project, n: int) -> None:
     for _ in range(n):
         ResultFactory(workunit__app=AppFactory(project=project))
 

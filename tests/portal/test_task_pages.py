@@ -24,13 +24,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def owner(now):  # type: ignore[no-untyped-def]
+def owner(now):
     project = ProjectFactory(slug="tp")
     account = AccountFactory(project=project, password=PASSWORD, total_credit=40.0)
     host = HostFactory(account=account)
     app = AppFactory(project=project)
 
-    def task(**kw):  # type: ignore[no-untyped-def]
+    def task(**kw):
         fpops = kw.pop("fpops", 1e12)
         wu = WorkunitFactory(app=app, rsc_fpops_est=fpops, rsc_fpops_bound=fpops * 10)
         return ResultFactory(
@@ -54,13 +54,13 @@ def owner(now):  # type: ignore[no-untyped-def]
     return account
 
 
-def page(client, url):  # type: ignore[no-untyped-def]
+def page(client, url):
     response = client.get(url)
     assert response.status_code == 200, response.status_code
     return html.fromstring(response.content)
 
 
-def statuses(doc) -> list[str]:  # type: ignore[no-untyped-def]
+def statuses(doc) -> list[str]:
     return [td.text_content().strip() for td in doc.xpath('//td[contains(@class, "status")]')]
 
 

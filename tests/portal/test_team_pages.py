@@ -15,12 +15,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def project():  # type: ignore[no-untyped-def]
+def project():
     return ProjectFactory(slug="tm")
 
 
 @pytest.fixture
-def ada(project):  # type: ignore[no-untyped-def]
+def ada(project):
     return AccountFactory(project=project, name="Ada", password=PASSWORD)
 
 

@@ -24,12 +24,12 @@ API = "/api/v1/projects/{slug}"
 
 
 @pytest.fixture
-def schema(client):  # type: ignore[no-untyped-def]
+def schema(client):
     return client.get("/api/schema/?format=json").json()
 
 
 @pytest.fixture
-def host(db):  # type: ignore[no-untyped-def]
+def host(db):
     account = AccountFactory(project=ProjectFactory(slug="va"), total_credit=30.0)
     host = HostFactory(account=account)
     ResultFactory(
@@ -49,7 +49,7 @@ def host(db):  # type: ignore[no-untyped-def]
     return host
 
 
-def staff(client, *codenames: str):  # type: ignore[no-untyped-def]
+def staff(client, *codenames: str):
     user = get_user_model().objects.create_user(f"operator{len(codenames)}", is_staff=True)
     user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
     client.force_login(user)

@@ -21,12 +21,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def project():  # type: ignore[no-untyped-def]
+def project():
     return ProjectFactory(slug="rpc")
 
 
 @pytest.fixture
-def team(project):  # type: ignore[no-untyped-def]
+def team(project):
     founder = AccountFactory(
         project=project, name="Founder", email_addr="founder@example.com", total_credit=5
     )
@@ -37,14 +37,14 @@ def team(project):  # type: ignore[no-untyped-def]
     return team
 
 
-def xml(client, url: str) -> etree._Element:  # type: ignore[no-untyped-def]
+def xml(client, url: str) -> etree._Element:
     response = client.get(url)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/xml")
     return etree.fromstring(response.content)
 
 
-def error_num(client, url: str) -> int:  # type: ignore[no-untyped-def]
+def error_num(client, url: str) -> int:
     root = xml(client, url)
     assert root.tag == "error"
     return int(root.findtext("error_num"))

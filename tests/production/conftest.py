@@ -71,7 +71,7 @@ def stack(production_stack: Stack) -> Stack:
 def sql(stack: Stack, query: str, *params: Any) -> list[tuple[Any, ...]]:
     """Read the stack's database directly (the assertions' view of what the server stored)."""
     with psycopg.connect(stack.env["DATABASE_URL"]) as conn:
-        return list(conn.execute(query, params).fetchall())  # type: ignore[arg-type]
+        return list(conn.execute(query, params).fetchall())
 
 
 def project_install(

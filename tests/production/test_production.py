@@ -179,7 +179,7 @@ def test_plain_http_is_redirected_to_https(stack):
     assert response.getheader("Location") == "https://127.0.0.1/prod/"
 
 
-def styled(page, selector: str, prop: str) -> str:  # type: ignore[no-untyped-def]
+def styled(page, selector: str, prop: str) -> str:
     return page.eval_on_selector(selector, f"e => getComputedStyle(e).getPropertyValue('{prop}')")
 
 
@@ -194,7 +194,7 @@ def test_a_browser_sees_the_admin_and_the_volunteer_pages_styled_and_the_api_doc
     context = browser.new_context(ignore_https_errors=True)
     elsewhere: list[str] = []
 
-    def offline(route) -> None:  # type: ignore[no-untyped-def]
+    def offline(route) -> None:
         # Nothing but this server: a page that needs the internet shows it here.
         if route.request.url.startswith(stack.base_url):
             route.continue_()
@@ -243,7 +243,7 @@ def test_each_part_can_be_killed_or_restarted_and_the_server_recovers(stack):
             return False
         return status == 200 and set(json.loads(body).values()) == {"OK"}
 
-    def until(predicate, what: str) -> None:  # type: ignore[no-untyped-def]
+    def until(predicate, what: str) -> None:
         deadline = time.monotonic() + 90
         while not predicate():
             assert time.monotonic() < deadline, f"timed out waiting for {what}"

@@ -18,7 +18,7 @@ from apps.protocol.global_prefs import (
 )
 
 
-def _value(f):  # type: ignore[no-untyped-def]
+def _value(f):
     if f.type in ("bool", bool):
         return st.booleans()
     return st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False)

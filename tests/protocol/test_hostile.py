@@ -103,7 +103,7 @@ def test_depth_bound_is_inclusive_of_real_requests():
 
 def test_non_bytes_body_is_refused():
     with pytest.raises(ProtocolError):
-        parse_request("<scheduler_request/>", max_bytes=MAX)  # type: ignore[arg-type]
+        parse_request("<scheduler_request/>", max_bytes=MAX)
 
 
 def test_doctype_text_inside_cdata_is_fine():

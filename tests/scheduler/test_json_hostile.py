@@ -22,19 +22,19 @@ ON_POSTGRESQL = pytest.mark.skipif(
 )
 
 
-def post_json(client, project, body: str):  # type: ignore[no-untyped-def]
+def post_json(client, project, body: str):
     return client.post(
         f"/api/v1/projects/{project.slug}/scheduler/", data=body, content_type="application/json"
     )
 
 
-def first_request(account, **host_info: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def first_request(account, **host_info: str) -> dict[str, Any]:
     data = request_to_dict(make_request(account.authenticator))
     data["host_info"].update(host_info)
     return data
 
 
-def report_request(client, project, account, cpu_app, stderr_out: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def report_request(client, project, account, cpu_app, stderr_out: str) -> dict[str, Any]:
     """A second RPC that reports the job the first one got, with this stderr."""
     make_jobs(project, cpu_app, 1)
     first = reply_from_dict(post_json(client, project, json.dumps(first_request(account))).json())

@@ -19,7 +19,7 @@ NOW = 1_700_000_000.0
 
 
 @pytest.fixture
-def shedding(settings):  # type: ignore[no-untyped-def]
+def shedding(settings):
     settings.COBBLESTONE_SCHED_SLOTS = 1
     settings.COBBLESTONE_SCHED_QUEUE_SECONDS = 0.2
     settings.COBBLESTONE_BUSY_DELAY = 100
@@ -47,7 +47,7 @@ def every_slot_taken() -> Iterator[None]:
         thread.join()
 
 
-def post_rpc(client, project, **headers):  # type: ignore[no-untyped-def]
+def post_rpc(client, project, **headers):
     body = render_request(make_request("0" * 32))
     return client.post(
         f"/{project.slug}/cgi", data=body, content_type="application/x-www-form-urlencoded", headers=headers

@@ -85,7 +85,7 @@ def broken_refresh(monkeypatch):
     """sequence_refresh raises for the sequence named "bad" (a bug in one sequence's rows)."""
     real = deadlines_module.sequence_refresh
 
-    def refresh(*, sequence_id, **kw):  # type: ignore[no-untyped-def]
+    def refresh(*, sequence_id, **kw):
         if WorkSequence.objects.filter(id=sequence_id, name="bad").exists():
             raise RuntimeError("corrupt chain")
         return real(sequence_id=sequence_id, **kw)

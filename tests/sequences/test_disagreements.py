@@ -44,7 +44,7 @@ class Fleet:
                 self._rpc(host, finish=tuple(host.tasks[:1]))
         daemons(self.now, self.project.slug)
 
-    def run(self, *, rounds: int, each_round=None) -> int:  # type: ignore[no-untyped-def]
+    def run(self, *, rounds: int, each_round=None) -> int:
         """Rounds until every chain is over (at most ``rounds``); returns how many it took."""
         for n in range(1, rounds + 1):
             self.round()
@@ -220,7 +220,7 @@ def test_disagreement_matrix(project, fleet, position, chains, case):
     assert (rounds, f.requests) == MEASURED[(position, chains, case)]
 
 
-def _waiting(admin_client, project, chain: WorkSequence) -> dict:  # type: ignore[type-arg]
+def _waiting(admin_client, project, chain: WorkSequence) -> dict:
     return admin_client.get(f"/api/v1/projects/{project.slug}/sequences/{chain.name}/").json()["waiting"]
 
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def account(db):  # type: ignore[no-untyped-def]
+def account(db):
     return AccountFactory(email_addr="ada@example.com", password="first-secret", total_credit=12.0)
 
 

@@ -20,12 +20,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def project(db):  # type: ignore[no-untyped-def]
+def project(db):
     return ProjectFactory(slug="bd")
 
 
 @pytest.fixture
-def crowd(project):  # type: ignore[no-untyped-def]
+def crowd(project):
     """Twenty users with recent averages 10..200: the top one is in the top 1%, the next four
     in the top 25%; the top one has 20,000 credits."""
     return [
@@ -36,7 +36,7 @@ def crowd(project):  # type: ignore[no-untyped-def]
     ]
 
 
-def titles(owner) -> list[str]:  # type: ignore[no-untyped-def]
+def titles(owner) -> list[str]:
     return sorted(BadgeAward.objects.filter(**owner).values_list("badge__title", flat=True))
 
 
@@ -88,7 +88,7 @@ def test_the_user_and_team_pages_show_the_badges(client, crowd, now):
     assert '<li class="badge">1,000,000 credits</li>' in team_page
 
 
-def read_gz(project, name):  # type: ignore[no-untyped-def]
+def read_gz(project, name):
     with gzip.open(stats_dir(project) / name) as f:
         return etree.fromstring(f.read())
 

@@ -24,20 +24,20 @@ from tests.factories import AccountFactory, TeamFactory
 pytestmark = pytest.mark.django_db
 
 
-def reloaded(row):  # type: ignore[no-untyped-def]
+def reloaded(row):
     row.refresh_from_db()
     return row
 
 
 @pytest.fixture
-def team(db):  # type: ignore[no-untyped-def]
+def team(db):
     founder = AccountFactory(name="Ada")
     t = TeamFactory(project=founder.project, name="Cobblers", founder=founder)
     Account.objects.filter(pk=founder.pk).update(team=t)
     return reloaded(t)
 
 
-def member_of(team: Team, **kw) -> Account:  # type: ignore[no-untyped-def]
+def member_of(team: Team, **kw) -> Account:
     return AccountFactory(project=team.project, team=team, **kw)
 
 

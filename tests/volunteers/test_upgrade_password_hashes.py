@@ -113,7 +113,7 @@ def test_web_login_with_the_password_works_after_the_upgrade(client):
     assert account.authenticator in client.get(response["Location"]).content.decode()
 
 
-def lookup_account(client, account: Account, digest: str):  # type: ignore[no-untyped-def]
+def lookup_account(client, account: Account, digest: str):
     query = f"email_addr={EMAIL}&passwd_hash={digest.replace('$', '%24')}"
     return parse_account_reply(client.get(f"/{account.project.slug}/lookup_account.php?{query}").content)
 

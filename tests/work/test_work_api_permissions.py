@@ -24,7 +24,7 @@ def app():
     return app_create(project=project, name="sim")
 
 
-def staff_client(client, *codenames: str):  # type: ignore[no-untyped-def]
+def staff_client(client, *codenames: str):
     user = get_user_model().objects.create_user("operator", is_staff=True)
     user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
     client.force_login(user)

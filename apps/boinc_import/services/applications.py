@@ -4,6 +4,8 @@ run and matched by name, so a second run finds each row in place."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from django.db import transaction
 
@@ -113,9 +115,9 @@ def app_versions_import(run: ImportRun) -> None:
     _finish(run, "app_version", len(rows), added, issues, started)
 
 
-def _map_version(run: ImportRun, row: dict[str, object]) -> Mapped:
+def _map_version(run: ImportRun, row: Mapping[str, Any]) -> Mapped:
     try:
-        doc = parse_stored_doc(row["xml_doc"])  # type: ignore[arg-type]
+        doc = parse_stored_doc(row["xml_doc"])
     except ProtocolError as exc:
         raise RowRefused(f"xml_doc: {exc}") from None
     try:
@@ -125,8 +127,8 @@ def _map_version(run: ImportRun, row: dict[str, object]) -> Mapped:
     return map_app_version(
         row,
         now=run.now_unix,
-        app_id=run.apps.get(int(row["appid"])),  # type: ignore[call-overload]
-        platform_id=run.platforms.get(int(row["platformid"])),  # type: ignore[call-overload]
+        app_id=run.apps.get(int(row["appid"])),
+        platform_id=run.platforms.get(int(row["platformid"])),
         doc=doc,
         plan=plan,
     )
@@ -141,7 +143,7 @@ def _plan_class(run: ImportRun, name: str) -> PlanClassSpec:
 
 
 def _version_store(
-    run: ImportRun, row: dict[str, object], version: Mapped, platform_names: dict[int, str]
+    run: ImportRun, row: Mapping[str, Any], version: Mapped, platform_names: dict[int, str]
 ) -> tuple[VersionRef, bool]:
     """Place the version's files and write its rows (or find them from an earlier run);
     whether it is new."""
@@ -165,7 +167,7 @@ def _version_store(
         if run.project.pk
         else None
     )
-    version_id = existing.pk if existing else -int(row["id"])  # type: ignore[call-overload]
+    version_id = existing.pk if existing else -int(row["id"])
     if existing is None and not run.dry_run:
         try:
             for file, path in zip(version.files, sources, strict=True):

@@ -118,7 +118,7 @@ def boinc_import_run(
         except SourceError as exc:
             raise BoincImportError(str(exc)) from None
     if not dry_run:
-        BoincImport.objects.filter(pk=opened.record.pk).update(finished=clock.now())  # type: ignore[union-attr]
+        BoincImport.objects.filter(pk=opened.record.pk).update(finished=clock.now())  # type: ignore[union-attr]  # a real run has one
         analyze_tables(Account, Host, HostAppVersion, Workunit, Result, OutputFile)
     return ImportSummary(
         project=opened.project,

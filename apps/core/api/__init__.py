@@ -71,7 +71,7 @@ class NameLookupMixin:
         value = str(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field, ""))
         if _CONTROL.search(value):
             raise NotFound()
-        return super().get_object()  # type: ignore[misc]
+        return super().get_object()  # type: ignore[misc]  # the view class supplies it
 
 
 @csrf_exempt  # an API client sends no CSRF token: its mistyped POST gets this JSON too

@@ -12,6 +12,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, inline_serializer
 from rest_framework import serializers
+from rest_framework.pagination import BasePagination
 
 # The error bodies the API answers with, for the OpenAPI schema: DRF's own errors carry
 # {"detail": ...}, the project's refusals {"error": ...}, validation {field: [messages]}.
@@ -37,5 +38,5 @@ class UnpaginatedCreateSchema(AutoSchema):
     def get_filter_backends(self) -> list[Any]:
         return super().get_filter_backends() if self._is_list_action() else []
 
-    def _get_paginator(self):  # type: ignore[no-untyped-def]
+    def _get_paginator(self) -> BasePagination | None:
         return super()._get_paginator() if self._is_list_action() else None

@@ -35,7 +35,7 @@ def admin_sql(server_url: str, sql: str) -> None:
     import psycopg
 
     with psycopg.connect(with_db(server_url, "postgres"), autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
+        conn.execute(sql)
 
 
 def database_create(server_url: str, prefix: str = "cobblestone") -> str:

@@ -59,10 +59,10 @@ def credit_normalize_app(*, app_id: int) -> int:
             changed += 1
         by_id = {v.id: v for v in versions}
         for scale in result.scales:
-            version = by_id.get(scale.app_version_id)
-            if version is not None and version.pfc_scale != scale.pfc_scale:
-                version.pfc_scale = scale.pfc_scale
-                version.save(update_fields=["pfc_scale"])
+            scaled = by_id.get(scale.app_version_id)
+            if scaled is not None and scaled.pfc_scale != scale.pfc_scale:
+                scaled.pfc_scale = scale.pfc_scale
+                scaled.save(update_fields=["pfc_scale"])
                 changed += 1
     return changed
 

@@ -32,7 +32,7 @@ def add_credit(row: Host | Account | Team | AppVersion | Model, amount: float, n
     """total += amount (where the row has one) and BOINC's recent average credit."""
     if hasattr(row, "total_credit"):
         row.total_credit += amount
-    row.expavg_credit, row.expavg_time = update_rac(row.expavg_credit, row.expavg_time, amount, now)
+    row.expavg_credit, row.expavg_time = update_rac(row.expavg_credit, row.expavg_time, amount, now)  # type: ignore[union-attr]  # any model with the credit columns
 
 
 def _add_app_credit(row: UserAppCredit | TeamAppCredit, amount: float, now: float, job: bool) -> None:
@@ -82,7 +82,7 @@ class Ledger:
         for model, rows in ((UserAppCredit, self.user_app), (TeamAppCredit, self.team_app)):
             new = [r for r in rows.values() if r._state.adding]
             update_rows(model, [r for r in rows.values() if not r._state.adding], _APP_CREDIT_FIELDS)
-            model.objects.bulk_create(new)
+            model.objects.bulk_create(new)  # type: ignore[arg-type]  # the rows are the loop's model's
         _history(self.day, self.accounts, self.teams)
 
 

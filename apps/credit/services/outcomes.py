@@ -67,7 +67,7 @@ def host_app_versions_record_outcomes(
 
 def _record_for_app(app: App, items: Sequence[HostOutcome], now: float) -> int:
     havs = locked_havs(app, {hav_key(o.host_id, o.app_version_id, o.anonymous_proc_type) for o in items})
-    references = dict(
+    references: dict[int | None, float] = dict(
         AppVersion.objects.filter(id__in={o.app_version_id for o in items if o.app_version_id}).values_list(
             "id", "pfc_avg"
         )

@@ -90,11 +90,11 @@ def locked_havs(app: App, keys: set[HavKey]) -> dict[HavKey, HostAppVersion]:
             "(k.version IS NULL AND h.app_version_id IS NULL AND h.app_id = %s AND h.anonymous_proc_type = k.proc)) "
             f"WHERE h.host_id = ANY(%s::bigint[]) ORDER BY h.id{_for_update()} OF h"
         )
-        params = [array_literal([k[i] for k in ordered]) for i in range(3)]
+        params: list[Any] = [array_literal([k[i] for k in ordered]) for i in range(3)]
         rows = [_HAV.build(row) for row in fetch_rows(sql, [*params, app.pk, params[0]])]
         return {hav_key(h.host_id, h.app_version_id, h.anonymous_proc_type): h for h in rows}
     conds: list[str] = []
-    params: list[Any] = []
+    params = []
     for host_id, version_id, proc in sorted(keys, key=lambda k: (k[0], k[1] or 0, k[2])):
         if version_id:
             conds.append("(h.host_id = %s AND h.app_version_id = %s)")

@@ -72,7 +72,7 @@ def _history_all(project: Project, now: datetime, batch: int) -> int:
         last_id = 0
         while True:
             with transaction.atomic():
-                chunk = list(
+                chunk: list[Any] = list(  # accounts or teams: mypy joins the two to Model
                     model.objects.select_for_update()
                     .filter(project=project, id__gt=last_id, total_credit__gt=0)
                     .only("id", "total_credit", "expavg_credit")

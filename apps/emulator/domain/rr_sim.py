@@ -182,7 +182,7 @@ def rr_simulate(
             proc_type=proc,
             ninstances=ninstances[proc],
             shortfall=shortfall[proc],
-            saturated_time=saturated[proc] if saturated[proc] is not None else t,
+            saturated_time=sat if (sat := saturated[proc]) is not None else t,
             nidle_now=nidle_now[proc],
         )
         for proc in ninstances

@@ -137,7 +137,8 @@ class LiveHost(WireHost):
         try:
             reply = self.exchange(self.request(work, reports))
         except RpcFailed as exc:
-            return self._failed(exc)
+            self._failed(exc)
+            return None
         self._check_reply(reply, reports)
         self.not_before = self.state.now + (reply.request_delay or 0.0)
         if self.finished:  # something was not acknowledged: retry later, as BOINC's RPC backoff does

@@ -6,7 +6,9 @@ from apps.volunteers.models import Account, Team
 
 class UserSerializer(serializers.ModelSerializer):
     cpid = serializers.SerializerMethodField()
-    team = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    team: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = Account
@@ -52,7 +54,9 @@ class HostSerializer(serializers.ModelSerializer):
 
 
 class TeamSerializer(serializers.ModelSerializer):
-    founder = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    founder: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
     founder_id = serializers.IntegerField(read_only=True, allow_null=True)
     nusers = serializers.IntegerField(read_only=True, help_text="Members")
 

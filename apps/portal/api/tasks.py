@@ -5,6 +5,9 @@ results, as the admin's results list asks."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view, inline_serializer
@@ -81,7 +84,7 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     def _project(self) -> Project:
         return get_object_or_404(Project, slug=self.kwargs["slug"])
 
-    def _owner(self, project: Project) -> dict[str, Account | Host]:
+    def _owner(self, project: Project) -> dict[str, Any]:
         params = self.request.query_params
         userid, hostid = params.get("userid", ""), params.get("hostid", "")
         if bool(userid) == bool(hostid):
@@ -93,7 +96,7 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             return {"account": get_object_or_404(Account, project=project, pk=int(userid))}
         return {"host": get_object_or_404(Host, project=project, pk=int(hostid))}
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Result]:
         if getattr(self, "swagger_fake_view", False) or self.action == "retrieve":
             return Result.objects.filter(project__slug=self.kwargs.get("slug", "")).select_related("app")
         project = self._project()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import Model
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import Model, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -32,7 +35,7 @@ _SORT_BY = OpenApiParameter(
 _ID = OpenApiParameter("id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
-def _public_schema(serializer: type[serializers.Serializer]):  # type: ignore[no-untyped-def]
+def _public_schema(serializer: type[serializers.Serializer]) -> Callable[[type], type]:
     """The list and detail operations, with the 404 of an unknown project, record or page."""
     return extend_schema_view(
         list=extend_schema(parameters=[_SORT_BY], responses={200: serializer(many=True), 404: NOT_FOUND}),
@@ -48,13 +51,13 @@ class _PublicReadOnly(viewsets.ReadOnlyModelViewSet):
     # Not the router's [^/.]+: an id such as "1.5" gets this API's JSON 404, not the
     # project pages' HTML one.
     lookup_value_regex = "[^/]+"
-    selector = staticmethod(sel.top_accounts)
+    selector: Callable[[Project, str], QuerySet[Any]] = staticmethod(sel.top_accounts)
     model: type[Model] = Account
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Any]:
         if getattr(self, "swagger_fake_view", False):
             # Schema generation has no project: the model alone types the schema's parameters.
-            return self.model.objects.none()
+            return self.model._default_manager.none()
         project = get_object_or_404(Project, slug=self.kwargs["slug"])
         order = "total" if self.request.query_params.get("sort_by") in ("total", "total_credit") else "recent"
         return self.selector(project, order)
@@ -90,7 +93,7 @@ class TeamViewSet(_PublicReadOnly):
     selector = staticmethod(sel.top_teams)
     model = Team
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Any]:
         teams = super().get_queryset()
         name = (self.request.query_params.get("name") or "").replace("\x00", "").strip()
         return teams.filter(name__icontains=name) if name else teams

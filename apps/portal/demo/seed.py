@@ -260,7 +260,9 @@ def _history(
         if reports:
             past.completed(wu, max(reports))
         elif kind == 5:  # no reply: the transitioner times both out and sends the job again
-            past.transition(wu, results[0].report_deadline + timedelta(seconds=project.report_grace_period))
+            deadline = results[0].report_deadline
+            assert deadline is not None  # set when sent
+            past.transition(wu, deadline + timedelta(seconds=project.report_grace_period))
 
 
 def _version_for(app: App, host: Host) -> AppVersion:

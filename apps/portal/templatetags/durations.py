@@ -20,7 +20,7 @@ _UNITS = (("s", 1, 1), ("min", 60, 1), ("h", 3600, 2), ("days", 86400, 2))
 def duration_text(seconds: object) -> str:
     """The span as "33.6 s", "4.2 min", "9.34 h" or "1.40 days"; empty for no number."""
     try:
-        value = float(seconds)  # type: ignore[arg-type]
+        value = float(seconds)  # type: ignore[arg-type]  # any value: a bad one is caught
     except (TypeError, ValueError):
         return ""
     if not math.isfinite(value):

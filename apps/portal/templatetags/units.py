@@ -11,7 +11,7 @@ register = template.Library()
 
 def _number(value: object) -> float | None:
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]  # any value: a bad one is caught
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None

@@ -14,6 +14,7 @@ import functools
 import logging
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from apps.hosts.models import Host
 from apps.protocol import ProtocolError, prefs_mod_time
@@ -100,9 +101,8 @@ def _parsed_project_prefs(text: str) -> ProjectPrefsDoc | None:
 
 @functools.lru_cache(maxsize=8)
 def _column_prefs(no_cpu: bool, no_gpus: bool, allow_beta_work: bool) -> ProjectPrefs:
-    return ProjectPrefs(
-        no_cpu=no_cpu, allow_beta_work=allow_beta_work, **dict.fromkeys(GPU_PREF_TAGS.values(), no_gpus)
-    )
+    gpus: dict[str, Any] = dict.fromkeys(GPU_PREF_TAGS.values(), no_gpus)
+    return ProjectPrefs(no_cpu=no_cpu, allow_beta_work=allow_beta_work, **gpus)
 
 
 def account_project_prefs_get(account: Account) -> ProjectPrefsDoc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import TypedDict
 
 from apps.applications.models import AppVersion
 from apps.core.db import ModelColumns, any_of, fetch_rows
@@ -119,7 +120,15 @@ _INPUT = ModelColumns(InputFile, "f")
 _OUTPUT = ModelColumns(OutputFile, "o")
 
 
-def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
+class _WorkElements(TypedDict, total=False):
+    apps: tuple[AppDesc, ...]
+    file_infos: tuple[FileInfoDesc, ...]
+    app_versions: tuple[AppVersionDesc, ...]
+    workunits: tuple[WorkunitDesc, ...]
+    results: tuple[ResultDesc, ...]
+
+
+def _work_elements(ctx: RpcContext) -> _WorkElements:
     if not ctx.sent:
         return {}
     project = ctx.project
@@ -140,6 +149,7 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
         refs_by_wu.setdefault(ref.workunit_id, []).append(ref)
     # Seed 001: a sequence step reads the state its predecessor left on this host; such an
     # input is declared as the host's own output file, never as a download.
+    assert ctx.host is not None  # work is sent to an authenticated host
     own_states = (
         state_files_of_assignment(
             host=ctx.host, names={r.file.name for refs in refs_by_wu.values() for r in refs}
@@ -167,6 +177,7 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
         app_name = apps[wu.app_id].name
         if result.app_version_id and result.app_version_id not in app_versions:
             version = result.app_version
+            assert version is not None  # its id was just tested
             app_versions[version.id] = _app_version_desc(job, version, app_name)
             for app_file in version.files.all():
                 file_infos.setdefault(
@@ -224,7 +235,7 @@ def _work_elements(ctx: RpcContext) -> dict[str, tuple]:
             ResultDesc(
                 name=result.name,
                 wu_name=wu.name,
-                report_deadline=result.report_deadline.timestamp(),
+                report_deadline=result.report_deadline.timestamp(),  # type: ignore[union-attr]  # set when sent
                 platform=result.platform,
                 version_num=result.version_num,
                 plan_class=result.plan_class,

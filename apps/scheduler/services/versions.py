@@ -65,6 +65,7 @@ class HostVersions:
 
 
 def host_resources(ctx: RpcContext) -> HostResources:
+    assert ctx.host is not None
     req = ctx.req
     # Plan classes see the effective counts too (as BOINC's plan_class_spec): an mt version
     # is sized for the CPUs the volunteer lets BOINC use, never for a claimed million.

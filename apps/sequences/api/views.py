@@ -45,13 +45,17 @@ from apps.work.services.create import INT32_MAX, MAX_DELAY_BOUND
 
 
 class WorkSequenceSerializer(serializers.ModelSerializer):
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
     state = serializers.CharField(source="get_state_display", read_only=True)
     steps = serializers.IntegerField(source="n_steps", read_only=True)
     validated = serializers.SerializerMethodField()
     dispatched = serializers.SerializerMethodField()
-    checkpoint_result = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
-    replica_of = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    checkpoint_result: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
+    replica_of: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, allow_null=True
+    )
     assigned_host = serializers.SerializerMethodField(
         help_text="The host holding it; null unless ASSIGNED (an ended or failed one has none)"
     )
@@ -85,10 +89,10 @@ class WorkSequenceSerializer(serializers.ModelSerializer):
         return obj.assigned_host_id if obj.state == SequenceState.ASSIGNED else None
 
     def get_validated(self, obj: WorkSequence) -> int:
-        return obj.n_steps if obj.first_unvalidated is None else obj.first_unvalidated.sequence_index or 0  # type: ignore[attr-defined]
+        return obj.n_steps if obj.first_unvalidated is None else obj.first_unvalidated.sequence_index or 0  # type: ignore[attr-defined]  # n_steps: annotated by the queryset
 
     def get_dispatched(self, obj: WorkSequence) -> int:
-        return obj.n_steps if obj.first_undispatched is None else obj.first_undispatched.sequence_index or 0  # type: ignore[attr-defined]
+        return obj.n_steps if obj.first_undispatched is None else obj.first_undispatched.sequence_index or 0  # type: ignore[attr-defined]  # n_steps: annotated by the queryset
 
 
 class SequenceWaitSerializer(serializers.Serializer):
@@ -114,7 +118,7 @@ class WorkSequenceDetailSerializer(WorkSequenceSerializer):
         fields = [*WorkSequenceSerializer.Meta.fields, "waiting"]
 
     @extend_schema_field(SequenceWaitSerializer(allow_null=True))
-    def get_waiting(self, obj: WorkSequence) -> dict | None:  # type: ignore[type-arg]
+    def get_waiting(self, obj: WorkSequence) -> dict | None:
         wait = sequence_wait(head=obj, now=clock.now())
         return None if wait is None else SequenceWaitSerializer(wait).data
 
@@ -161,7 +165,7 @@ class WorkSequenceViewSet(
     lookup_field = "name"
     filterset_class = WorkSequenceFilterSet
 
-    def get_serializer_class(self) -> type[serializers.BaseSerializer]:  # type: ignore[type-arg]
+    def get_serializer_class(self) -> type[serializers.BaseSerializer]:
         # One sequence: what it waits for, which takes a few queries per sequence, so not the list.
         return WorkSequenceSerializer if self.action == "list" else WorkSequenceDetailSerializer
 

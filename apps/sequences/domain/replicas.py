@@ -168,7 +168,7 @@ def compare_replica_steps(
         rest = [r for r in reported if r.result_id != canonical.result_id]
     if canonical.result_id is None:
         raise ValueError("the canonical replica must have reported")
-    base: ValidationCandidate[P] = ValidationCandidate(canonical.result_id, canonical.payload)  # type: ignore[arg-type]
+    base: ValidationCandidate[P] = ValidationCandidate(canonical.result_id, canonical.payload)  # type: ignore[arg-type]  # reported chains have payloads
     checked = check_against_canonical(base, _candidates(rest), compare=compare, init=init)
     states.update(checked.validate_states)
     invalid = {chain_of[i] for i, state in states.items() if state == ValidateState.INVALID}

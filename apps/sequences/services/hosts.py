@@ -56,6 +56,7 @@ def state_files_released(*, project: Project, host: Host, reported: list[str]) -
     ).values_list("workunit__sequence_id", "workunit__sequence_index")
     before = Q()
     for seq_id, index in done:
+        assert index is not None  # sequence_index__gt=0 above
         before |= Q(result__workunit__sequence_id=seq_id, result__workunit__sequence_index=index - 1)
     if not before:
         return []

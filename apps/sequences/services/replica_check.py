@@ -202,7 +202,7 @@ def replicas_compare(chain: Chain, *, now: datetime) -> bool:
 class _Check:
     k: int
     verdict: ReplicaVerdict
-    rows: dict[int, Workunit]  # chain id -> its step-k workunit
+    rows: dict[int | None, Workunit]  # chain id -> its step-k workunit
     reported: tuple[int, ...]  # the chains' step-k results
 
 
@@ -237,7 +237,7 @@ def _disagreed(chain: Chain, check: _Check, *, now: datetime) -> bool:
     if me in verdict.invalid_sequence_ids and verdict.canonical_result_id is not None:
         # Step k keeps its (now INVALID) canonical result so it still counts as done: the chain
         # continues from the agreed state, and only the steps computed after it are redone.
-        Result.objects.filter(id=check.rows[me].canonical_result_id).update(
+        Result.objects.filter(id=check.rows[me].canonical_result_id).update(  # type: ignore[misc]  # None: no row
             validate_state=ValidateState.INVALID
         )
         _unvalidate(chain, first=k + 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
@@ -29,7 +30,7 @@ class TrickleUpViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.Gener
     serializer_class = MsgFromHostSerializer
     filterset_fields = ["host", "variety", "handled"]
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[MsgFromHost]:
         return MsgFromHost.objects.filter(project__slug=self.kwargs.get("slug", "")).order_by("-id")
 
 
@@ -42,7 +43,7 @@ class TrickleDownViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.Gen
     serializer_class = MsgToHostSerializer
     filterset_fields = ["host", "variety", "delivered"]
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[MsgToHost]:
         return MsgToHost.objects.filter(project__slug=self.kwargs.get("slug", "")).order_by("-id")
 
     @extend_schema(

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Model
 
 from apps.projects.models import Project
 from apps.volunteers.domain.badges import (
@@ -55,11 +54,11 @@ def _wanted(project: Project, kind: int, rows: list[tuple[int, float, float]]) -
     return wanted
 
 
-def _assign(project: Project, kind: int, owners: type[Model], now: datetime) -> BadgePass:
+def _assign(project: Project, kind: int, owners: type[Account] | type[Team], now: datetime) -> BadgePass:
     owner_field = "account_id" if owners is Account else "team_id"
     candidates = owners.objects.filter(project=project, total_credit__gt=0)
     if owners is Account:
-        candidates = candidates.filter(deleted_time__isnull=True)
+        candidates = candidates.filter(deleted_time__isnull=True)  # type: ignore[misc]  # accounts only
     rows = list(candidates.values_list("id", "total_credit", "expavg_credit"))
     wanted = _wanted(project, kind, rows)
     awards = BadgeAward.objects.filter(badge__project=project, badge__kind=kind)

@@ -16,8 +16,8 @@ from apps.work.services.create import (
 
 
 class ResultSerializer(serializers.ModelSerializer):
-    workunit = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    workunit: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = Result
@@ -46,7 +46,7 @@ class ResultSerializer(serializers.ModelSerializer):
 
 
 class WorkunitSerializer(serializers.ModelSerializer):
-    app = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    app: serializers.SlugRelatedField = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
         model = Workunit
@@ -139,4 +139,4 @@ class JobSpecSerializer(serializers.Serializer):
 
 class BatchCreateSerializer(serializers.Serializer):
     appname = serializers.CharField(max_length=100)
-    jobs = JobSpecSerializer(many=True, allow_empty=False, max_length=10000)
+    jobs = JobSpecSerializer(many=True, allow_empty=False, max_length=10000)  # type: ignore[call-arg]  # for the ListSerializer

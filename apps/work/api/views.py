@@ -6,7 +6,9 @@ import base64
 import binascii
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -33,10 +35,10 @@ class ProjectScopedMixin:
     def project(self) -> Project:
         return get_object_or_404(Project, slug=self.kwargs["slug"])
 
-    def paginate_queryset(self, queryset):  # type: ignore[no-untyped-def]
+    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
         # The list query filters by slug, so it is empty for an unknown project too; only then
         # is the project looked up (one indexed query), never on a page with rows.
-        page = super().paginate_queryset(queryset)  # type: ignore[misc]
+        page = super().paginate_queryset(queryset)  # type: ignore[misc]  # the view class supplies it
         if page is not None and not page and not Project.objects.filter(slug=self.kwargs["slug"]).exists():
             raise NotFound("no such project")
         return page
@@ -62,7 +64,7 @@ class WorkunitViewSet(
     lookup_field = "name"
     schema = UnpaginatedCreateSchema()
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Workunit]:
         if getattr(self, "swagger_fake_view", False):
             # Schema generation has no slug; the model alone gives the filters their types.
             return Workunit.objects.none()
@@ -143,7 +145,7 @@ class ResultViewSet(
     filterset_class = ResultFilterSet
     lookup_field = "name"
 
-    def get_queryset(self):  # type: ignore[no-untyped-def]
+    def get_queryset(self) -> QuerySet[Result]:
         if getattr(self, "swagger_fake_view", False):
             return Result.objects.none()
         return (

@@ -35,7 +35,7 @@ class TaskState:
     exit_status: int
 
 
-_VALIDATED = {
+_VALIDATED: dict[int, str] = {
     ValidateState.INIT: "Completed, waiting for validation",
     ValidateState.VALID: "Completed and validated",
     ValidateState.INVALID: "Completed, marked as invalid",
@@ -43,7 +43,7 @@ _VALIDATED = {
     ValidateState.INCONCLUSIVE: "Completed, validation inconclusive",
     ValidateState.TOO_LATE: "Completed, too late to validate",
 }
-_CLIENT_ERRORS = {
+_CLIENT_ERRORS: dict[int, str] = {
     ClientState.FILES_DOWNLOADING: "Error while downloading",
     ClientState.FILES_DOWNLOADED: "Error while computing",
     ClientState.COMPUTE_ERROR: "Error while computing",
@@ -51,7 +51,7 @@ _CLIENT_ERRORS = {
     ClientState.ABORTED: "Aborted",
     ClientState.UPLOAD_FAILED: "Upload failed",
 }
-_OTHER_OUTCOMES = {
+_OTHER_OUTCOMES: dict[int, str] = {
     Outcome.COULDNT_SEND: "Couldn't send",
     Outcome.NO_REPLY: "Timed out - no response",
     Outcome.DIDNT_NEED: "Didn't need",
@@ -91,14 +91,14 @@ def task_status_text(state: TaskState) -> str:
     if state.server_state != ServerState.OVER:
         return "Unknown"
     if state.outcome == Outcome.SUCCESS:
-        return _VALIDATED.get(state.validate_state, "Completed")  # type: ignore[call-overload]
+        return _VALIDATED.get(state.validate_state, "Completed")
     if state.outcome == Outcome.CLIENT_ERROR:
         if state.exit_status in (_ERR_ABORTED_BY_PROJECT, EXIT_ABORTED_BY_PROJECT):
             return "Cancelled by server"
         if state.exit_status in (_ERR_UNSTARTED_LATE, EXIT_UNSTARTED_LATE):
             return "Not started by deadline - canceled"
-        return _CLIENT_ERRORS.get(state.client_state, "Error")  # type: ignore[call-overload]
-    return _OTHER_OUTCOMES.get(state.outcome, "Unknown")  # type: ignore[call-overload]
+        return _CLIENT_ERRORS.get(state.client_state, "Error")
+    return _OTHER_OUTCOMES.get(state.outcome, "Unknown")
 
 
 def task_credit_pending(state: TaskState) -> bool:

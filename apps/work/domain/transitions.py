@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from apps.work.domain.states import (
     EXIT_ABORTED_VIA_GUI,
@@ -233,9 +234,9 @@ def _should_reset_hr(wu: WorkunitSnapshot, t: _Tally, config: TransitionConfig) 
     return only_failed and not config.hr_class_static and bool(wu.hr_class or wu.app_version_id)
 
 
-def _mark(results: Sequence[ResultSnapshot], ids: Iterable[int], **changes: object) -> list[ResultSnapshot]:
+def _mark(results: Sequence[ResultSnapshot], ids: Iterable[int], **changes: Any) -> list[ResultSnapshot]:
     chosen = set(ids)
-    return [replace(r, **changes) if r.id in chosen else r for r in results]  # type: ignore[arg-type]
+    return [replace(r, **changes) if r.id in chosen else r for r in results]
 
 
 def _files_to_delete(
@@ -399,7 +400,7 @@ def apply_plan(
     next_id = max((r.id for r in cur), default=0) + 1
     cur.extend(ResultSnapshot(id=next_id + i, name=name) for i, name in enumerate(plan.new_result_names))
 
-    changes: dict[str, object] = {"error_mask": wu.error_mask | plan.error_mask_set}
+    changes: dict[str, Any] = {"error_mask": wu.error_mask | plan.error_mask_set}
     if plan.set_need_validate:
         changes["need_validate"] = True
     if plan.assimilate_ready:
@@ -412,4 +413,4 @@ def apply_plan(
         changes["priority"] = plan.priority
     if plan.transition_time is not None:
         changes["transition_time"] = plan.transition_time
-    return replace(wu, **changes), tuple(cur)  # type: ignore[arg-type]
+    return replace(wu, **changes), tuple(cur)

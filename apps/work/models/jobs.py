@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -250,5 +252,5 @@ class Result(models.Model):
             return ANONYMOUS_CODES[ProcType(self.anonymous_proc_type)]
         return -1
 
-    def is_past_deadline(self, now) -> bool:  # type: ignore[no-untyped-def]
+    def is_past_deadline(self, now: datetime) -> bool:
         return self.report_deadline is not None and now > self.report_deadline

@@ -17,7 +17,11 @@ from apps.work.models import Assignment, Workunit
 # "this project has assignments" must be read again.
 assignments_created = Signal()
 
-_TARGET_MODELS = {TargetType.HOST: Host, TargetType.USER: Account, TargetType.TEAM: Team}
+_TARGET_MODELS: dict[TargetType, type[Host] | type[Account] | type[Team]] = {
+    TargetType.HOST: Host,
+    TargetType.USER: Account,
+    TargetType.TEAM: Team,
+}
 _TARGET_NOUNS = {TargetType.HOST: "host", TargetType.USER: "user (account)", TargetType.TEAM: "team"}
 
 

@@ -59,10 +59,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.models import ForeignKey
 from django.utils.module_loading import import_string
 
 from apps.applications.models import App
@@ -106,7 +107,9 @@ READY = int(AssimilateState.READY)
 _WORKUNIT = ModelColumns(Workunit, "w")
 _APP = ModelColumns(App, "a")
 _CANONICAL = ModelColumns(Result, "c")
-_RELATIONS = {name: Workunit._meta.get_field(name) for name in ("project", "app", "canonical_result")}
+_RELATIONS = {
+    name: cast(ForeignKey, Workunit._meta.get_field(name)) for name in ("project", "app", "canonical_result")
+}
 
 
 def copy_outputs(workunit: Workunit, canonical_result: Result | None, output_paths: list[Path]) -> str:
@@ -142,7 +145,7 @@ def assimilate_hook_for(dotted_path: str) -> AssimilateHook:
     """The app's hook; an empty path means ``copy_outputs``."""
     if not dotted_path:
         return copy_outputs
-    return import_string(dotted_path)  # type: ignore[no-any-return]
+    return import_string(dotted_path)
 
 
 def retry_delay(attempts: int) -> timedelta:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Field, Model
@@ -434,11 +434,15 @@ def _insert(
     columns of the rows inserted, in no particular order; with ``batch`` (nothing returned)
     the statement waits there until ``batch.flush()``."""
     meta, quote = model._meta, connection.ops.quote_name
-    fields = [meta.get_field(name) for name in varying]
+    fields = [cast(Field, meta.get_field(name)) for name in varying]
     constant = [f for f in meta.concrete_fields if not f.primary_key and f not in fields]
     columns = ", ".join(quote(f.column) for f in [*fields, *constant])
     defaults = [f.get_db_prep_save(_default(f), connection) for f in constant]
-    tail = f" RETURNING {', '.join(quote(meta.get_field(c).column) for c in returning)}" if returning else ""
+    tail = (
+        f" RETURNING {', '.join(quote(cast(Field, meta.get_field(c)).column) for c in returning)}"
+        if returning
+        else ""
+    )
     table = quote(meta.db_table)
     if connection.vendor == "postgresql":
         names = [f"c{i}" for i in range(len(fields))]

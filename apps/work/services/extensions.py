@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-StepValidated = Callable[..., None]  # called as hook(workunit_id=..., now=...)
+StepValidated = Callable[..., object]  # called as hook(workunit_id=..., now=...); its value unused
 
 _step_validated: list[StepValidated] = []
 

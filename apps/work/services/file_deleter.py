@@ -140,7 +140,8 @@ class _InputFiles:
         """Those of the files a workunit outside the batch, not finished with its files, uses.
         EXISTS stops at the first: a locality file may have thousands of users."""
         where, params = any_of("f.id", file_ids, "bigint")
-        outside, outside_params = "", []
+        outside = ""
+        outside_params: list[Any] = []
         if self.batch:
             outside, outside_params = any_of(
                 "r.workunit_id", sorted(set().union(*self.batch.values())), "bigint"

@@ -41,10 +41,11 @@ import os
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.models import ForeignObjectRel
 
 from apps.core import clock
 from apps.core.db import ModelColumns, any_of, db_datetime, execute, fetch_rows, quoted_table
@@ -120,11 +121,12 @@ def _purgeable_lock(
 ) -> list[Workunit]:
     """Step 1: the workunits to purge, every column, in id order (just ``only``, or any but
     ``skip``)."""
-    picked, picked_params = "", []
+    picked = ""
+    picked_params: list[Any] = []
     if only is not None or skip:
         picked, picked_params = any_of("w.id", list(only if only is not None else skip), "bigint")
         picked = f" AND {picked}" if only is not None else f" AND NOT ({picked})"
-    sequences = Workunit._meta.get_field("sequence").related_model
+    sequences = cast("type[models.Model]", Workunit._meta.get_field("sequence").related_model)
     lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     rows = fetch_rows(
         f"SELECT {_WORKUNIT.sql()} FROM {quoted_table(Workunit)} w "
@@ -244,9 +246,10 @@ def _links_to(model: type[models.Model]) -> tuple[tuple[type[models.Model], str]
     for rel in model._meta.get_fields(include_hidden=True):
         if not rel.auto_created or rel.concrete or rel.related_model in _HANDLED[model]:
             continue
+        rel = cast(ForeignObjectRel, rel)  # auto-created and not concrete: a reverse relation
         if rel.on_delete is not models.SET_NULL:
-            raise RuntimeError(f"db_purge does not handle {rel.related_model.__name__}.{rel.field.name}")
-        links.append((rel.related_model, rel.field.column))
+            raise RuntimeError(f"db_purge does not handle {rel.field.model.__name__}.{rel.field.name}")
+        links.append((rel.field.model, rel.field.column))
     return tuple(links)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from apps.protocol import ProtocolError
 from apps.protocol.templates import InputTemplate, OutputTemplate, parse_input_template, parse_output_template
@@ -76,7 +77,7 @@ def job_from_templates(
     options: dict[str, object],
 ) -> JobSpec:
     """Template values first, then command-line options on top (the command line wins)."""
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     if input_template is not None:
         wu = input_template.workunit
         values.update({k: getattr(wu, k) for k in WU_PARAMS if getattr(wu, k) is not None})
@@ -91,5 +92,5 @@ def job_from_templates(
         name=str(values.pop("name", "") or ""),
         inputs=inputs_from_template(input_template, infiles),
         outputs=outputs_from_template(output_template),
-        **values,  # type: ignore[arg-type]
+        **values,
     )

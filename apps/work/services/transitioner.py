@@ -192,7 +192,8 @@ def workunits_transition(
         if done.abandoned:
             # The database is away: the next pass releases these once it answers again.
             claims_abandon(
-                "transitioner", [TimeClaim(c.workunit_id, c.lease, now - c.lag) for c in done.abandoned]
+                "transitioner",
+                [TimeClaim(c.workunit_id, c.lease, now - c.lag) for c in done.abandoned],  # type: ignore[arg-type]  # claims made here carry their lease
             )
             break
         if len(claims) < size:

@@ -515,13 +515,14 @@ def _plan(j: _Judging, outputs: _Outputs, now: datetime) -> None:
         j.too_late = True  # the canonical output is gone: the late results can no longer be checked
         return
     payloads = outputs.read(wu.project, [r.id for r in j.candidates])
+    reference: ValidationCandidate[Payload] = ValidationCandidate(canonical.id, canonical_payload, VS.VALID)
     j.plan = plan_validation(
         _validation_workunit(wu),
         [ValidationCandidate(r.id, payloads[r.id]) for r in j.candidates],
         compare=compare,
         init=_readable,
         now=now.timestamp(),
-        canonical=ValidationCandidate(canonical.id, canonical_payload, VS.VALID),
+        canonical=reference,
     )
 
 

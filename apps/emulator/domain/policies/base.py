@@ -60,7 +60,7 @@ def fill_resource(
     *,
     preempt: bool,
     keep: Callable[[SimJob], bool],
-    urgent: frozenset[int],
+    urgent: frozenset[int] | set[int],
     pick_project: Callable[[set[str]], str],
     on_pick: Callable[[SimJob], None],
 ) -> set[int]:

@@ -35,7 +35,7 @@ class Command(BaseCommand):
             outcome = daemon_pass_run(
                 project=project,
                 daemon=DAEMON,
-                run=lambda p=project: stats_export_write(project=p, now=clock.now(), batch=opts["batch"]),
+                run=lambda p=project: stats_export_write(project=p, now=clock.now(), batch=opts["batch"]),  # type: ignore[misc]  # the default binds this project
             )
             failed += outcome.errors
             self.stdout.write(f"{project.slug}: {outcome.message} -> {stats_dir(project)}")

@@ -146,6 +146,7 @@ def _lost(ctx: RpcContext, seq: WorkSequence, shows: bool) -> bool:
 
 def _notify_over(ctx: RpcContext, seq: WorkSequence) -> None:
     """The host learns that its sequence ended (or failed for good); the assignment goes."""
+    assert ctx.host is not None  # job sources run for an authenticated host
     if seq.state == SequenceState.ENDED:
         ctx.sequences_ended.append(seq.name)
     else:
@@ -155,6 +156,7 @@ def _notify_over(ctx: RpcContext, seq: WorkSequence) -> None:
 
 def _release_states(ctx: RpcContext) -> None:
     """Step 4: a reported step's predecessor state is no longer needed on this host."""
+    assert ctx.host is not None  # job sources run for an authenticated host
     ctx.delete_file_infos.extend(
         state_files_released(project=ctx.project, host=ctx.host, reported=[r.name for r in ctx.req.results])
     )
@@ -248,6 +250,7 @@ def _estimate(dispatcher: Dispatcher, wu: Workunit, option: VersionOption) -> fl
 def _send_steps(dispatcher: Dispatcher, seq: WorkSequence) -> int:
     """Send the held sequence's next steps (and resend lost ones); returns how many went."""
     ctx = dispatcher.ctx
+    assert ctx.host is not None  # job sources run for an authenticated host
     head = head_get(seq.id, skip_locked=True)
     if head is None or head.state != SequenceState.ASSIGNED or head.assigned_host_id != ctx.host.id:
         return 0  # a daemon pass holds it, or it just moved
@@ -301,6 +304,7 @@ def _send_steps(dispatcher: Dispatcher, seq: WorkSequence) -> int:
 def _resend_lost(dispatcher: Dispatcher, chain: Chain, option: VersionOption) -> int:
     """Steps in progress on this host that it does not list: the reply carrying them was lost."""
     ctx = dispatcher.ctx
+    assert ctx.host is not None  # job sources run for an authenticated host
     if ctx.req.other_results is None:
         return 0
     listed = {o.name for o in ctx.req.other_results} | {r.name for r in ctx.req.results}
@@ -321,6 +325,7 @@ def _resend_lost(dispatcher: Dispatcher, chain: Chain, option: VersionOption) ->
 def _assign_one(dispatcher: Dispatcher) -> None:
     """Give a host that holds no sequence one it is fast enough for (module doc)."""
     ctx, need, versions = dispatcher.ctx, dispatcher.need, dispatcher.versions
+    assert ctx.host is not None  # job sources run for an authenticated host
     app_ids = [a for a, options in versions.options.items() if any(need.needs(o.proc_type) for o in options)]
     if not app_ids:
         return
@@ -338,7 +343,7 @@ def _assign_one(dispatcher: Dispatcher) -> None:
         if app.sequence_redundancy and not replica_host_fits(seq, ctx.host.id, now=ctx.now):
             continue  # replica chains must be computed by different hosts
         result = (
-            Result.objects.filter(workunit_id=seq.first_undispatched_id, server_state=ServerState.INACTIVE)
+            Result.objects.filter(workunit_id=seq.first_undispatched_id, server_state=ServerState.INACTIVE)  # type: ignore[misc]  # None matches no result: skipped
             .select_related("workunit")
             .order_by("-id")
             .first()
@@ -379,6 +384,7 @@ def _assign_one(dispatcher: Dispatcher) -> None:
 def _taken_from(seq: WorkSequence, ctx: RpcContext) -> bool:
     """Relocated from this host within one delay bound: another host should take it. After
     that the old host may have it back, so a project with one suitable host is not stuck."""
+    assert ctx.host is not None  # job sources run for an authenticated host
     if seq.relocated_from_id != ctx.host.id or seq.relocated_time is None:
         return False
     # In seconds: a datetime plus an absurd max_result_time would overflow.

@@ -392,7 +392,7 @@ def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
     conn = _connections.get(url)
     if conn is None or conn.closed:
         conn = _connections[url] = psycopg.connect(url, autocommit=True)
-    return list(conn.execute(sql).fetchall())  # type: ignore[arg-type]
+    return list(conn.execute(sql).fetchall())
 
 
 def _query_close(url: str) -> None:
