@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "apps.locality",
     "apps.trickles",
     "apps.scheduler",
+    "apps.submit",
     "apps.news",
     "apps.emulator",
     "apps.portal",

@@ -23,6 +23,7 @@ DAEMON_PERIODS: dict[str, int] = {
     "db_purge": 3600,
     "feeder": 600,
     "sequence_deadlines": 300,
+    "batches": 60,
     "working_set": 60,
     "update_stats": 86400,
     "db_dump": 86400,
