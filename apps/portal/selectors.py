@@ -74,6 +74,20 @@ class ServerStatus:
     daemons: list[DaemonStatus]
 
 
+def job_counts_get(*, project: Project) -> list[tuple[str, int]]:
+    """BOINC's server_status.php?counts=1 figures, in its order and names."""
+    results = Result.objects.filter(project=project)
+    wus = Workunit.objects.filter(project=project)
+    return [
+        ("results_ready_to_send", results.filter(server_state=ServerState.UNSENT).count()),
+        ("results_in_progress", results.filter(server_state=ServerState.IN_PROGRESS).count()),
+        ("results_need_file_delete", results.filter(file_delete_state=FileDeleteState.READY).count()),
+        ("wus_need_validate", wus.filter(need_validate=True).count()),
+        ("wus_need_assimilate", wus.filter(assimilate_state=AssimilateState.READY).count()),
+        ("wus_need_file_delete", wus.filter(file_delete_state=FileDeleteState.READY).count()),
+    ]
+
+
 def _last_run(*, project: Project, daemon: str) -> DaemonRun | None:
     """The later of the project's last run of ``daemon`` and the last portal-wide one.
 
