@@ -156,7 +156,8 @@ class SubmitClient:
         reply = self.query_files(names, batch_id, delete_time)
         if "error" in reply:
             return reply
-        absent = [int(i) for i in as_list((reply.get("absent_files") or {}).get("file"))]
+        listed = reply.get("absent_files")
+        absent = [int(i) for i in as_list(listed.get("file"))] if isinstance(listed, dict) else []
         if not absent:
             return {"success": None}
         data: dict[str, Any] = {
