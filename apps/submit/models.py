@@ -69,9 +69,7 @@ class Batch(models.Model):
 class UserSubmit(models.Model):
     """A submitter: the accounts that may submit jobs, with their share of the project."""
 
-    account = models.OneToOneField(
-        "volunteers.Account", on_delete=models.CASCADE, related_name="submitter", primary_key=True
-    )
+    account = models.OneToOneField("volunteers.Account", on_delete=models.CASCADE, related_name="submitter")
     quota = models.FloatField(
         default=1, validators=[MinValueValidator(0)], help_text="Share of the hosts relative to the others"
     )
