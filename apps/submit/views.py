@@ -5,6 +5,7 @@ Every refusal of the RPCs is BOINC's error reply with HTTP 200, and writes nothi
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Callable
 from urllib.parse import parse_qs
@@ -19,13 +20,20 @@ from apps.core import clock
 from apps.projects.models import Project
 from apps.protocol import ProtocolError
 from apps.protocol import submit_rpc as rpc
+from apps.scheduler.ratelimits import login_failed, login_wait, wait_text
 from apps.submit import selectors
 from apps.submit.domain.states import BatchState
 from apps.submit.models import Batch
 from apps.submit.services import batches as batch_services
 from apps.submit.services import files as file_services
 from apps.submit.services import submission
-from apps.submit.services.permissions import SubmitError, app_named, batch_owned, submitter_check
+from apps.submit.services.permissions import (
+    BAD_AUTHENTICATOR,
+    SubmitError,
+    app_named,
+    batch_owned,
+    submitter_check,
+)
 from apps.volunteers.models import Account
 from apps.work.models import Workunit
 
@@ -241,6 +249,21 @@ def _xml(body: bytes) -> HttpResponse:
     return HttpResponse(body, content_type=XML)
 
 
+def _guarded(request: HttpRequest, req: rpc.SubmitRequest, handle: Callable[[], bytes]) -> bytes:
+    """A wrong authenticator counts as a failed log-in, under a hash of the key tried, so the
+    limits per client address refuse a guesser as they do on the account RPCs."""
+    identity = "key:" + hashlib.sha256(req.authenticator.encode()).hexdigest()[:32]
+    wait = login_wait(request, identity)
+    if wait is not None:
+        raise SubmitError(f"Too many attempts; try again in {wait_text(wait)}.")
+    try:
+        return handle()
+    except SubmitError as exc:
+        if exc.message == BAD_AUTHENTICATOR:
+            login_failed(request, identity)
+        raise
+
+
 def _answer(
     request: HttpRequest, slug: str, calls: tuple[str, ...], handle: Callable[..., bytes]
 ) -> HttpResponse:
@@ -255,7 +278,7 @@ def _answer(
             req = rpc.parse_submit_request(body, calls=calls, max_jobs=settings.COBBLESTONE_SUBMIT_MAX_JOBS)
         except ProtocolError as exc:
             raise SubmitError(f"can't parse request message: {exc.message}") from None
-        return _xml(handle(project, req))
+        return _xml(_guarded(request, req, lambda: handle(project, req)))
     except SubmitError as exc:
         return _xml(rpc.render_error_reply(call, exc.error_num, exc.message))
     except ProtocolError as exc:

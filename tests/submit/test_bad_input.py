@@ -216,3 +216,10 @@ def test_abort_jobs_with_one_job_of_someone_else_aborts_none(client, project, ap
     reply = SubmitClient(client, project.slug, alice.authenticator).abort_jobs(["a0", "b0"])
     assert _error(reply) == "not owner"
     assert not Workunit.objects.filter(error_mask__gt=0).exists()
+
+
+def test_guessing_authenticators_is_refused_after_the_log_in_limit(client, project, app, settings):
+    settings.COBBLESTONE_RATELIMIT_LOGIN_IP = "3/15m"
+    replies = [SubmitClient(client, project.slug, f"guess{i}").create_batch("cpuapp") for i in range(5)]
+    assert [_error(r) for r in replies[:3]] == ["bad authenticator"] * 3
+    assert _error(replies[4]).startswith("Too many attempts")

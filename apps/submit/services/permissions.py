@@ -7,6 +7,8 @@ from apps.projects.models import Project
 from apps.submit.models import Batch, UserSubmit, UserSubmitApp
 from apps.volunteers.models import Account
 
+BAD_AUTHENTICATOR = "bad authenticator"
+
 
 class SubmitError(Exception):
     """A refusal worded for the submitter; BOINC's error number -1 unless told otherwise."""
@@ -26,7 +28,7 @@ def submitter_check(
         raise SubmitError("no authenticator")
     account = Account.objects.filter(project=project, authenticator=authenticator).first()
     if account is None:
-        raise SubmitError("bad authenticator")
+        raise SubmitError(BAD_AUTHENTICATOR)
     submitter = UserSubmit.objects.filter(account=account).first()
     if submitter is None:
         raise SubmitError("no submit access" if app is not None else "no file access")
