@@ -11,6 +11,7 @@ from collections.abc import Callable
 from urllib.parse import parse_qs
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.http.request import RawPostDataException
 from django.views.decorators.cache import never_cache
@@ -45,7 +46,10 @@ def _request_text(request: HttpRequest) -> bytes:
     """The ``request`` field of the POST, read from the body itself for a plain form: a
     batch of thousands of jobs is larger than Django's limit for form fields."""
     if request.content_type == "multipart/form-data":
-        return request.POST.get("request", "").encode("utf-8")
+        try:
+            return request.POST.get("request", "").encode("utf-8")
+        except (RequestDataTooBig, TooManyFieldsSent) as exc:
+            raise SubmitError(f"request refused: {exc}") from None
     limit = settings.COBBLESTONE_SUBMIT_MAX_REQUEST_BYTES
     try:
         raw = request.read(limit + 1)
@@ -53,7 +57,10 @@ def _request_text(request: HttpRequest) -> bytes:
         raw = request.body
     if len(raw) > limit:
         raise SubmitError(f"request over the {limit}-byte limit")
-    fields = parse_qs(raw, max_num_fields=20) if request.method == "POST" else {}
+    try:
+        fields = parse_qs(raw, max_num_fields=20) if request.method == "POST" else {}
+    except ValueError as exc:  # more fields than a client sends
+        raise SubmitError(f"request refused: {exc}") from None
     values = fields.get(b"request") or [b""]
     return values[0]
 

@@ -223,3 +223,12 @@ def test_guessing_authenticators_is_refused_after_the_log_in_limit(client, proje
     replies = [SubmitClient(client, project.slug, f"guess{i}").create_batch("cpuapp") for i in range(5)]
     assert [_error(r) for r in replies[:3]] == ["bad authenticator"] * 3
     assert _error(replies[4]).startswith("Too many attempts")
+
+
+def test_a_form_with_too_many_fields_is_refused(client, project, app):
+    response = client.post(
+        f"/{project.slug}/submit_rpc_handler.php",
+        data="&".join(f"f{i}=x" for i in range(100)),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert (response.status_code, ElementTree.XML(response.content).findtext("error_num")) == (200, "-1")
