@@ -179,9 +179,12 @@ def _batch(element: etree._Element, max_jobs: int) -> BatchDesc:
         elif tag == "allocation_priority":
             values[tag] = num.parse_bool(leaf_text(child), tag)
         elif tag == "job_params":
+            # BOINC's C++ client writes every parameter, 0 for "not given".
             for p in child_elements(child):
                 if p.tag in _JOB_PARAMS and leaf_text(p).strip():
-                    params[str(p.tag)] = _float(p, f"job_params/{p.tag}")
+                    value = _float(p, f"job_params/{p.tag}")
+                    if value:
+                        params[str(p.tag)] = value
     return BatchDesc(job_params=params, jobs=tuple(jobs), **values)  # type: ignore[arg-type]
 
 

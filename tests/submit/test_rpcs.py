@@ -117,3 +117,15 @@ def test_per_job_templates_override_the_apps(sub, app, staged):
 
 def test_job_counts_answer_a_post_as_the_python_library_sends_it(sub, batch_id):
     assert sub.job_counts()["results_ready_to_send"] == "3"
+
+
+def test_job_params_of_zero_as_the_cpp_client_writes_them_leave_the_templates_values(sub, app, staged):
+    params = (
+        "<job_params><rsc_disk_bound>0.000000</rsc_disk_bound><rsc_fpops_est>0.000000</rsc_fpops_est>"
+        "<rsc_fpops_bound>0.000000</rsc_fpops_bound><rsc_memory_bound>0.000000</rsc_memory_bound>"
+        "<delay_bound>86400.000000</delay_bound></job_params>\n"
+    )
+    reply = sub.submit_batch("cpuapp", [Job(name="c0", files=[InputFile(staged)])], extra=params)
+    assert "batch_id" in reply, reply
+    wu = Workunit.objects.get(name="c0")
+    assert (wu.rsc_fpops_est, wu.delay_bound) == (1e12, 86400)
