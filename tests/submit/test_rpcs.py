@@ -129,3 +129,11 @@ def test_job_params_of_zero_as_the_cpp_client_writes_them_leave_the_templates_va
     assert "batch_id" in reply, reply
     wu = Workunit.objects.get(name="c0")
     assert (wu.rsc_fpops_est, wu.delay_bound) == (1e12, 86400)
+
+
+def test_a_request_sent_as_multipart_as_the_cpp_client_sends_every_call_is_answered(
+    client, project, sub, batch_id
+):
+    xml = f"<query_batch><authenticator>{sub.authenticator}</authenticator><batch_id>{batch_id}</batch_id></query_batch>"
+    response = client.post(f"/{project.slug}/submit_rpc_handler.php", data={"request": xml})  # multipart
+    assert b"<njobs>3</njobs>" in response.content
