@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.http.request import RawPostDataException
+from django.http.response import HttpResponseBase
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
@@ -305,7 +306,7 @@ def job_file(request: HttpRequest, slug: str) -> HttpResponse:
         if req.call == "query_files":
             return _query_files(project, req)
         account = _account(project, req)
-        uploads = [request.FILES[key] for key in sorted(request.FILES, key=_upload_order)]
+        uploads = [f for key in sorted(request.FILES, key=_upload_order) for f in request.FILES.getlist(key)]
         file_services.files_upload(
             project=project,
             account=account,
@@ -330,7 +331,7 @@ def _text_error(message: str, status: int) -> HttpResponse:
 
 
 @never_cache
-def get_output(request: HttpRequest, slug: str) -> HttpResponse:
+def get_output(request: HttpRequest, slug: str) -> HttpResponseBase:
     """``cmd=result_file`` (result_name, file_num) or ``cmd=batch_files`` (batch_id, as a zip),
     each with ``auth_str``, the MD5 of the owner's authenticator and the name or id."""
     project = Project.objects.filter(slug=slug).first()

@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from django.conf import settings
 from django.db import transaction
@@ -25,6 +25,10 @@ from apps.submit.services.submission import is_job_file_name, job_file_store
 from apps.volunteers.models import Account
 from apps.work.domain.states import FileDeleteState
 from apps.work.models import InputFile, OutputFile, Result, Workunit
+
+
+class Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
 
 
 def _names_check(names: Sequence[str]) -> None:
@@ -82,7 +86,7 @@ def files_upload(
     project: Project,
     account: Account,
     names: Sequence[str],
-    files: Sequence[IO[bytes]],
+    files: Sequence[Readable],
     batch_id: int,
     delete_time: float,
 ) -> None:
