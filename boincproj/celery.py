@@ -65,6 +65,7 @@ DEFAULT_SCHEDULE: tuple[ScheduleEntry, ...] = (
     ScheduleEntry("db_purge", "work.purge", 3600, "Archive then delete old finished rows."),
     ScheduleEntry("feeder", "credit.normalize", 600, "Seed 003: recompute pfc_scale and min_avg_pfc."),
     ScheduleEntry("sequence_deadlines", "work.sequence_deadlines", 300, "Seed 001: relocate late sequences."),
+    ScheduleEntry("batches", "submit.batches", 60, "Batch progress; expire batches; delete retired outputs."),
     ScheduleEntry("working_set", "locality.working_set", 60, "Seed 004: maintain the locality working set."),
     ScheduleEntry(
         "update_stats", "credit.update_stats", 86400, "Decay recent average credit; daily history."

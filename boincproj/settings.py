@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "apps.locality",
     "apps.trickles",
     "apps.scheduler",
+    "apps.submit",
     "apps.news",
     "apps.emulator",
     "apps.portal",
@@ -278,6 +279,10 @@ COBBLESTONE_REPORT_GRACE_PERIOD = env_int("COBBLESTONE_REPORT_GRACE_PERIOD", 360
 COBBLESTONE_SEQUENCE_MAX_RELOCATIONS = env_int("COBBLESTONE_SEQUENCE_MAX_RELOCATIONS", 10)
 # Rows handled per daemon pass.
 COBBLESTONE_DAEMON_BATCH = env_int("COBBLESTONE_DAEMON_BATCH", 1000)
+# Remote job submission: jobs in one submit_batch, bytes of one request, bytes of one job file.
+COBBLESTONE_SUBMIT_MAX_JOBS = env_int("COBBLESTONE_SUBMIT_MAX_JOBS", 20000)
+COBBLESTONE_SUBMIT_MAX_REQUEST_BYTES = env_int("COBBLESTONE_SUBMIT_MAX_REQUEST_BYTES", 32 * 1024 * 1024)
+COBBLESTONE_SUBMIT_MAX_FILE_BYTES = env_int("COBBLESTONE_SUBMIT_MAX_FILE_BYTES", 100 * 1024 * 1024)
 
 # --- REST framework -----------------------------------------------------------
 REST_FRAMEWORK = {

@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/v1/", include("apps.trickles.api.urls")),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),  # JSON, not the project pages' HTML 404
     path("", include("apps.scheduler.urls")),
+    path("", include("apps.submit.urls")),
     path("", include("apps.portal.volunteer_urls")),
     path("", include("apps.portal.stats_urls")),
     path("", include("apps.news.urls")),

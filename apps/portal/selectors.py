@@ -23,6 +23,7 @@ DAEMON_PERIODS: dict[str, int] = {
     "db_purge": 3600,
     "feeder": 600,
     "sequence_deadlines": 300,
+    "batches": 60,
     "working_set": 60,
     "update_stats": 86400,
     "db_dump": 86400,
@@ -71,6 +72,20 @@ class ServerStatus:
     current_gflops: float
     apps: list[AppStatus]
     daemons: list[DaemonStatus]
+
+
+def job_counts_get(*, project: Project) -> list[tuple[str, int]]:
+    """BOINC's server_status.php?counts=1 figures, in its order and names."""
+    results = Result.objects.filter(project=project)
+    wus = Workunit.objects.filter(project=project)
+    return [
+        ("results_ready_to_send", results.filter(server_state=ServerState.UNSENT).count()),
+        ("results_in_progress", results.filter(server_state=ServerState.IN_PROGRESS).count()),
+        ("results_need_file_delete", results.filter(file_delete_state=FileDeleteState.READY).count()),
+        ("wus_need_validate", wus.filter(need_validate=True).count()),
+        ("wus_need_assimilate", wus.filter(assimilate_state=AssimilateState.READY).count()),
+        ("wus_need_file_delete", wus.filter(file_delete_state=FileDeleteState.READY).count()),
+    ]
 
 
 def _last_run(*, project: Project, daemon: str) -> DaemonRun | None:

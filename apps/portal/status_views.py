@@ -1,7 +1,8 @@
 """The public status page, ``/<slug>/server_status.php`` (BOINC's html/user/server_status.php).
 
 HTML for people; ``?xml=1`` gives BOINC's XML export (apps.protocol.server_status) for the
-sites that aggregate the status of many projects. Daemon states come from the DaemonRun
+sites that aggregate the status of many projects; ``?counts=1`` the job counts alone, not
+cached, for remote submission clients (which POST it). Daemon states come from the DaemonRun
 records of the periodic tasks: "running" if the daemon ran within a few of its periods.
 """
 
@@ -15,13 +16,15 @@ from urllib.parse import urlsplit
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
 
 from apps.applications.models import App
 from apps.core import clock
-from apps.portal.selectors import ServerStatus, server_status_get
+from apps.portal.selectors import ServerStatus, job_counts_get, server_status_get
 from apps.projects.models import Project
 from apps.protocol.server_status import AppTasks, DaemonState, ServerStatusDoc, render_server_status
+from apps.protocol.submit_rpc import render_job_counts
 
 # Status aggregators poll this; BOINC caches it for an hour. A minute keeps it cheap and fresh,
 # here (the figures are kept that long) and in proxies (Cache-Control).
@@ -92,11 +95,11 @@ def _document(status: ServerStatus, update_time: int) -> ServerStatusDoc:
     )
 
 
-def _wants_xml(request: HttpRequest) -> bool:
+def _wants_xml(request: HttpRequest, name: str = "xml") -> bool:
     # BOINC reads get_int('xml', true): any non-zero number selects the XML export, anything
     # that is not a number the HTML page. Checked as text: int() refuses some digits that
     # isdigit() accepts ("²") and numbers past 4,300 digits.
-    return _NONZERO_INT.fullmatch(request.GET.get("xml", "")) is not None
+    return _NONZERO_INT.fullmatch(request.GET.get(name, "")) is not None
 
 
 def _cached_status(project: Project) -> tuple[datetime, ServerStatus]:
@@ -114,9 +117,16 @@ def _cached_status(project: Project) -> tuple[datetime, ServerStatus]:
     return cached
 
 
-@require_GET
+@csrf_exempt  # remote submission clients POST ?counts=1 and hold no CSRF token
+@require_http_methods(["GET", "HEAD", "POST"])
 def server_status(request: HttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
+    if _wants_xml(request, "counts"):
+        response = HttpResponse(render_job_counts(job_counts_get(project=project)), "text/xml; charset=utf-8")
+        response["Cache-Control"] = "no-cache"
+        return response
+    if request.method == "POST":
+        return HttpResponse(status=405, headers={"Allow": "GET, HEAD"})
     now, status = _cached_status(project)
     doc = _document(status, int(now.timestamp()))
     if _wants_xml(request):

@@ -1,0 +1,1 @@
+"""Pure rules of remote job submission: batch states, fair share, progress."""

@@ -1,0 +1,1 @@
+"""Remote job submission: permissions, batches, fair share, job files and outputs."""
