@@ -71,7 +71,7 @@ def batch_jobs(batch: Batch, *, details: bool) -> list[JobInfo]:
         mine = tasks.get(wu_id, [])
         errors = tuple(label for bit, label in _ERROR_NAMES if mask & bit)
         exits = tuple(e for _r, _s, o, e, _c in mine if mask and o == Outcome.CLIENT_ERROR)
-        cpu = next((c for r, _s, _o, _e, c in mine if r == canonical), None)
+        canonical_cpu = next((c for r, _s, _o, _e, c in mine if r == canonical), None)
         if mask:
             status = "error"
         elif canonical:
