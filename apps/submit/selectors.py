@@ -80,7 +80,7 @@ def batch_jobs(batch: Batch, *, details: bool) -> list[JobInfo]:
             status = "in_progress"
         else:
             status = "queued"
-        jobs.append(JobInfo(wu_id, name, canonical or 0, errors, exits, cpu, status))
+        jobs.append(JobInfo(wu_id, name, canonical or 0, errors, exits, canonical_cpu, status))
     return jobs
 
 
