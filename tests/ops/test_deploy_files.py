@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.core.stack import ENV_EXAMPLE, env_file_read, env_file_write, unit_commands
-from apps.core.stack.units import BASE_DIR
+from apps.benchmarks.stack import ENV_EXAMPLE, env_file_read, env_file_write, unit_commands
+from apps.benchmarks.stack.units import BASE_DIR
 
 DEPLOY = BASE_DIR / "deploy"
 RENDER = DEPLOY / "render-nginx-site.sh"
