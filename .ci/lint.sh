@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The checks that run no test: lint, types, import contracts, Django's checks. `make test`
+# and `make check` both start with them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv
+step() { printf '\n==> %s\n' "$*"; }
+
+step "ruff"
+$VENV/bin/ruff check .
+$VENV/bin/ruff format --check .
+# types: mypy over apps/ and boincproj/, once it is installed and configured in pyproject.toml
+if [ -x $VENV/bin/mypy ] && grep -q '^\[tool\.mypy\]' pyproject.toml; then
+  step "types"
+  $VENV/bin/mypy apps boincproj
+else
+  step "types: SKIPPED (mypy not installed or not configured)"
+fi
+step "import layers"
+$VENV/bin/lint-imports
+step "django checks"
+$VENV/bin/python manage.py check
+$VENV/bin/python manage.py makemigrations --check --dry-run
