@@ -17,11 +17,11 @@ from apps.benchmarks.lean import (
     run_lean,
 )
 from apps.benchmarks.profiling import ClientSession, profile_hosts
+from apps.benchmarks.project import BenchProject, bench_project_create
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.backoff import MIN_TRANSFER_RETRY, TRANSFER_GIVEUP
 from apps.emulator.live import HostHardware, LiveConfig, UploadGate, format_summary
 from apps.emulator.live.rpc import RESULT_UPLOAD_FAILED, WireJob, reported_result
-from apps.emulator.services import BenchProject, bench_project_create
 from apps.protocol import FileInfoDesc, SchedulerRequest, parse_request, parse_upload_header
 
 BUFFER = 8640.0  # 0.1 day

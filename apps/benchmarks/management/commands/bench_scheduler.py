@@ -161,8 +161,8 @@ class Command(BaseCommand):
         self.stdout.write(format_bench_table(results))
 
     def _setup(self, *, jobs: int, hosts: int) -> None:
+        from apps.benchmarks.project import bench_project_create
         from apps.benchmarks.scheduler import SLUG
-        from apps.emulator.services import bench_project_create
 
         bench = bench_project_create(slug=SLUG, njobs=jobs, naccounts=hosts)
         self.stdout.write(json.dumps({"authenticators": list(bench.authenticators)}))
