@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: real services, lint, Django checks, the suite on SQLite, then on PostgreSQL.
+# `make test`: real services, lint, types, Django checks, the suite on SQLite, then on PostgreSQL.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv
@@ -9,28 +9,13 @@ step "services (PostgreSQL, Redis, BOINC client, chromium, nginx)"
 bash .ci/services.sh || exit 1
 set -a; source var/services.env; set +a
 
-set -e
-step "ruff"
-$VENV/bin/ruff check .
-$VENV/bin/ruff format --check .
-step "import layers"
-$VENV/bin/lint-imports
-step "types"
-# The checker and the stubs it reads are a development tool: installed here once per pin set.
-types_stamp="$VENV/.types-installed-$(sha1sum requirements-types.txt | cut -c1-12)"
-if [ ! -e "$types_stamp" ]; then
-  $VENV/bin/pip install -q --disable-pip-version-check -r requirements-types.txt 2>&1 \
-    | { grep -v '^WARNING: Location' || true; }
-  rm -f "$VENV"/.types-installed-* && touch "$types_stamp"
-fi
-$VENV/bin/mypy
-step "django checks"
-$VENV/bin/python manage.py check
-$VENV/bin/python manage.py makemigrations --check --dry-run
-set +e
+bash .ci/lint.sh || exit 1
+
+# No cache: every run of the whole suite starts from nothing (a developer's --lf is `make check`'s).
+NO_CACHE="-p no:cacheprovider"
 
 step "pytest on SQLite"
-$VENV/bin/pytest --cov=apps --cov-report=term:skip-covered --cov-fail-under=80 -q
+$VENV/bin/pytest $NO_CACHE --cov=apps --cov-report=term:skip-covered --cov-fail-under=80 -q
 sqlite_rc=$?
 
 pg_rc=0
@@ -39,7 +24,7 @@ if [ -n "${COBBLESTONE_TEST_DATABASE_URL:-}" ]; then
   # the browser and real-client tests, and slow tests not marked postgres (the distributed
   # and benchmark tests already ran against this server in the first pass).
   step "pytest on PostgreSQL"
-  DATABASE_URL="$COBBLESTONE_TEST_DATABASE_URL" $VENV/bin/pytest -q \
+  DATABASE_URL="$COBBLESTONE_TEST_DATABASE_URL" $VENV/bin/pytest $NO_CACHE -q \
     -m "not browser and not boinc_client and (not slow or postgres)" tests
   pg_rc=$?
 else

@@ -123,7 +123,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "apps.ops.middleware.ClientAddressMiddleware",  # first: everything after sees the client's address
+    # Ahead of the rest (only DatabaseOutageMiddleware, inserted below, wraps it): everything
+    # after sees the client's address.
+    "apps.ops.middleware.ClientAddressMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -330,6 +332,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", "django-db")
 CELERY_RESULT_EXTENDED = True
+# For a task that sets no limit of its own: every Cobblestone task sets its own (its tasks.py),
+# so these bound only Celery's built-in tasks.
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
@@ -416,8 +420,8 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5)
     )
 
-# Database errors become the answers BOINC gives while a project is down (outermost, so
-# it also sees what the other middleware raise).
+# Database errors become the answers BOINC gives while a project is down (outermost, ahead
+# of ClientAddressMiddleware, so it also sees what the other middleware raise).
 MIDDLEWARE.insert(0, "apps.scheduler.middleware.DatabaseOutageMiddleware")
 # Seconds a client is asked to wait when the database is unreachable (BOINC's maintenance_delay).
 COBBLESTONE_MAINTENANCE_DELAY = env_int("COBBLESTONE_MAINTENANCE_DELAY", 3600)

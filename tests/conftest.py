@@ -55,6 +55,22 @@ def _fast_password_hasher(request: pytest.FixtureRequest) -> None:
         ]
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    request: pytest.FixtureRequest, django_db_modify_db_settings_parallel_suffix: None
+) -> None:
+    """The settings name the test database after the process, so that runs side by side never
+    share one; with ``--reuse-db`` it keeps one name from run to run, so it is kept and reused."""
+    if not request.config.getoption("reuse_db"):
+        return
+    from django.conf import settings
+
+    test = settings.DATABASES["default"]["TEST"]
+    head, pid, tail = test["NAME"].rpartition(str(os.getpid()))
+    if pid:
+        test["NAME"] = f"{head}reused{tail}"
+
+
 @pytest.fixture
 def now() -> datetime:
     return datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)

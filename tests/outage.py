@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from django.db import connection
 
-from apps.emulator.bench import free_port
+from apps.benchmarks.scheduler import free_port
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.emulator.bench import free_port
+from apps.benchmarks.scheduler import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_BIN = Path(os.environ.get("COBBLESTONE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))

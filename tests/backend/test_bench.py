@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.work.management.commands.bench_pipeline import run_embedded, stage_costs
+from apps.benchmarks.management.commands.bench_pipeline import run_embedded, stage_costs
 
 # What every quorum-2 workunit goes through, so each must have cost something.
 LIFE = (

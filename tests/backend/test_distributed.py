@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from apps.work.management.commands.bench_pipeline import run_distributed
+from apps.benchmarks.management.commands.bench_pipeline import run_distributed
 from tests.conftest import require_service
 
 logger = logging.getLogger(__name__)

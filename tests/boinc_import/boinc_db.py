@@ -1,5 +1,5 @@
 """A BOINC project database for the import tests, built in the private MariaDB server from
-the schema description the benchmark uses too (apps.boinc_import.bench_schema); rows are
+the schema description the benchmark uses too (apps.benchmarks.boinc_schema); rows are
 added with ``BoincDb.add`` giving only the columns a test cares about."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pymysql
 
-from apps.boinc_import.bench_schema import TABLES, create_table_sql
+from apps.benchmarks.boinc_schema import TABLES, create_table_sql
 from apps.boinc_import.services.source import parse_source_url
 
 _numbers = itertools.count()

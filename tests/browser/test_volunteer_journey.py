@@ -18,7 +18,7 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from apps.applications.services import AppFileSpec, app_create, app_version_add
-from apps.emulator.live.lean import LeanHost
+from apps.benchmarks.lean import LeanHost
 from apps.emulator.live.rpc import HostHardware
 from apps.emulator.live.wire import HttpSession, UploadGate
 from apps.projects.models import Project

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.core.stack import free_port, running
-from apps.emulator.bench import SLUG, gunicorn
+from apps.benchmarks.scheduler import SLUG, gunicorn
+from apps.benchmarks.stack import free_port, running
 from apps.protocol import parse_account_reply, parse_reply, render_request
 from tests.private_services import ROOT, PrivatePostgres, private_postgres, server_env
 from tests.scheduler.conftest import make_request

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.emulator.bench import free_port
+from apps.benchmarks.scheduler import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.emulator.bench import free_port
+from apps.benchmarks.scheduler import free_port
 from tests.private_services import server_env
 
 pytestmark = pytest.mark.slow

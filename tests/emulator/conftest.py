@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.emulator.services import BenchProject, bench_project_create
+from apps.benchmarks.project import BenchProject, bench_project_create
 
 
 @pytest.fixture

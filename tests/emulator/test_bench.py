@@ -8,7 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.emulator.bench import (
+from apps.benchmarks.management.commands.bench_scheduler import Command
+from apps.benchmarks.scheduler import (
     BenchOptions,
     BenchResult,
     bench_prefs,
@@ -18,7 +19,6 @@ from apps.emulator.bench import (
     run_hosts,
 )
 from apps.emulator.live import LiveSummary
-from apps.emulator.management.commands.bench_scheduler import Command
 
 
 def _summary(latencies: tuple[float, ...] = (0.01, 0.02, 0.03, 0.04), **kw) -> LiveSummary:

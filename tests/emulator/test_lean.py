@@ -7,13 +7,21 @@ from dataclasses import replace
 
 import pytest
 
+from apps.benchmarks.lean import (
+    LeanConfig,
+    LeanHost,
+    QueuedJob,
+    make_lean_hosts,
+    resource_request,
+    run_fifo,
+    run_lean,
+)
+from apps.benchmarks.profiling import ClientSession, profile_hosts
+from apps.benchmarks.project import BenchProject, bench_project_create
 from apps.core.domain.resources import ProcType
 from apps.emulator.domain.backoff import MIN_TRANSFER_RETRY, TRANSFER_GIVEUP
-from apps.emulator.live import HostHardware, LeanConfig, LiveConfig, UploadGate, format_summary, run_lean
-from apps.emulator.live.lean import LeanHost, QueuedJob, make_lean_hosts, resource_request, run_fifo
+from apps.emulator.live import HostHardware, LiveConfig, UploadGate, format_summary
 from apps.emulator.live.rpc import RESULT_UPLOAD_FAILED, WireJob, reported_result
-from apps.emulator.profiling import ClientSession, profile_hosts
-from apps.emulator.services import BenchProject, bench_project_create
 from apps.protocol import FileInfoDesc, SchedulerRequest, parse_request, parse_upload_header
 
 BUFFER = 8640.0  # 0.1 day

@@ -7,9 +7,9 @@ from functools import cache
 
 import pytest
 
+from apps.benchmarks.emulator_speed import benchmark_seconds_per_day
 from apps.emulator.domain import (
     SimulationReport,
-    benchmark_seconds_per_day,
     format_comparison_table,
     format_report_table,
     load_scenario,

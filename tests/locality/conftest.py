@@ -15,7 +15,7 @@ from django.db import connection
 
 from apps.applications.models import App
 from apps.applications.services import AppFileSpec, app_create, app_version_add
-from apps.locality.simulation import PLATFORM, SimHost
+from apps.benchmarks.locality_simulation import PLATFORM, SimHost
 from apps.projects.models import Project
 from apps.projects.services import project_create
 from apps.protocol import SchedulerReply

@@ -13,8 +13,13 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from apps.benchmarks.locality_simulation import (
+    SimulationConfig,
+    SimulationOutcome,
+    simulation_run,
+    simulation_setup,
+)
 from apps.core import clock
-from apps.locality.simulation import SimulationConfig, SimulationOutcome, simulation_run, simulation_setup
 from apps.projects.models import Project
 from apps.scheduler.services import scheduler_request_handle
 

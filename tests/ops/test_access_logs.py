@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from apps.core.stack import ENV_EXAMPLE, env_file_read, env_file_write, free_port, port_open
-from apps.core.stack.tls import self_signed_certificate
-from apps.core.stack.units import BASE_DIR
+from apps.benchmarks.stack import ENV_EXAMPLE, env_file_read, env_file_write, free_port, port_open
+from apps.benchmarks.stack.tls import self_signed_certificate
+from apps.benchmarks.stack.units import BASE_DIR
 from tests.conftest import require_service
 
 pytestmark = pytest.mark.slow

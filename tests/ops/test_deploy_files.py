@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.core.stack import ENV_EXAMPLE, env_file_read, env_file_write, unit_commands
-from apps.core.stack.units import BASE_DIR
+from apps.benchmarks.stack import ENV_EXAMPLE, env_file_read, env_file_write, unit_commands
+from apps.benchmarks.stack.units import BASE_DIR
 
 DEPLOY = BASE_DIR / "deploy"
 RENDER = DEPLOY / "render-nginx-site.sh"
@@ -165,3 +165,21 @@ def test_the_worker_unit_waits_longer_than_a_pass_may_run():
 def test_the_backup_unit_runs_the_backup_command():
     backup = unit_commands("cobblestone-backup.service", env_file_read(ENV_EXAMPLE))
     assert backup.start == (f"{Path(sys.executable).parent}/python", "manage.py", "backup")
+
+
+def requirement_names(path: Path) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            names.add(re.split(r"[\[=<>~!; ]", line, maxsplit=1)[0].lower().replace("_", "-"))
+    return names
+
+
+def test_production_requirements_hold_no_test_or_lint_tool():
+    production = requirement_names(BASE_DIR / "requirements.txt")
+    development = requirement_names(BASE_DIR / "requirements-dev.txt")
+    assert "pytest" in development
+    assert production & development == set()
+    assert {"pytest", "hypothesis", "playwright", "ruff", "import-linter", "coverage"} & production == set()
+    assert "-r requirements.txt" in (BASE_DIR / "requirements-dev.txt").read_text().splitlines()

@@ -1,5 +1,5 @@
 """The production stack for the end-to-end tests: nginx (TLS), gunicorn, PostgreSQL, Redis, a
-Celery worker and beat, started by apps.core.stack from deploy/'s files, once for the whole
+Celery worker and beat, started by apps.benchmarks.stack from deploy/'s files, once for the whole
 directory (PostgreSQL and Redis are private servers in the stack's directory). The fault
 suite (test_faults.py) restarts and kills its parts and leaves every one running again.
 
@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from apps.core.stack import Stack
+from apps.benchmarks.stack import Stack
 from tests.conftest import require_service
 from tests.e2e.conftest import PLATFORM, WORKER, BoincClient, boinc_binary, boinc_client  # noqa: F401
 

@@ -32,9 +32,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from apps.core.stack import Stack
-from apps.emulator.live import HostHardware, HttpSession, LeanHost, UploadGate, account_key
-from apps.emulator.live.stream import LeanStream
+from apps.benchmarks.lean import LeanHost
+from apps.benchmarks.stack import Stack
+from apps.benchmarks.stream import LeanStream
+from apps.emulator.live import HostHardware, HttpSession, UploadGate, account_key
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
 from apps.work.services import assimilator, transitioner, validator
 from tests.production.conftest import project_install, sql

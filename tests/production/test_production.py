@@ -2,7 +2,7 @@
 
 nginx (TLS) + gunicorn + PostgreSQL + Redis + a Celery worker and beat on loopback, DEBUG off,
 configured only by an environment file made from deploy/cobblestone.env.example, the
-processes started with their systemd units' command lines (apps.core.stack). The stock BOINC
+processes started with their systemd units' command lines (apps.benchmarks.stack). The stock BOINC
 client attaches through nginx, computes, uploads, reports and is granted credit by the
 daemons beat schedules; a browser sees the admin and the volunteer pages styled; /health/ is
 healthy; /metrics counts the client's RPCs. The restore drill backs up the running project,
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from apps.core.stack import Stack
-from apps.core.stack.databases import database_drop
+from apps.benchmarks.stack import Stack
+from apps.benchmarks.stack.databases import database_drop
 from apps.protocol import render_request
 from apps.work.domain.states import Outcome, ServerState
 from tests.e2e.conftest import BoincClient, wait_until

@@ -68,7 +68,7 @@ def map_host(row: Row, *, now: float, users: IdMap) -> Mapped:
         "expavg_time": average_time(row, "expavg_time", now=now),
         "avg_turnaround": number(row, "avg_turnaround"),
         "credit_per_cpu_sec": number(row, "credit_per_cpu_sec"),
-        # BOINC blacklists a host by setting max_results_day to -1 (the ops page block_host).
+        # BOINC's scheduler refuses a host whose max_results_day is -1 (docs/boinc-reference.md).
         "blacklisted": max_results_day == -1,
     }
     return Mapped(values, notes)

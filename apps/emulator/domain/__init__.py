@@ -10,7 +10,6 @@ Entry points::
 
 from __future__ import annotations
 
-from apps.emulator.domain.benchmark import benchmark_seconds_per_day
 from apps.emulator.domain.chart import render_comparison_chart, render_share_chart
 from apps.emulator.domain.figures import FiguresOfMerit, ProjectResourceUsage, SimulationReport, UsageBucket
 from apps.emulator.domain.model import PolicyName, Scenario
@@ -26,7 +25,6 @@ __all__ = [
     "ScenarioError",
     "SimulationReport",
     "UsageBucket",
-    "benchmark_seconds_per_day",
     "bundled_scenarios",
     "format_comparison_table",
     "format_report_table",

@@ -11,15 +11,11 @@ It never imports the scheduler: everything goes over HTTP.
                         hardware=tuple(varied_hardware(20)), authenticators=keys)
     summary = run_live(config)
     print(format_summary(summary)); assert summary.ok
-
-``run_lean`` (lean.py) runs lean hosts instead: the same requests and checks, with FIFO
-queues in place of the client policies, so the load generator costs little CPU.
 """
 
 from __future__ import annotations
 
 from apps.emulator.live.host import LiveHost
-from apps.emulator.live.lean import LeanConfig, LeanHost, run_lean
 from apps.emulator.live.rpc import HostHardware, varied_hardware
 from apps.emulator.live.run import LIVE_PREFS, LiveConfig, LiveSummary, format_summary, run_live
 from apps.emulator.live.wire import HttpSession, LiveError, UploadGate, account_key
@@ -28,8 +24,6 @@ __all__ = [
     "LIVE_PREFS",
     "HostHardware",
     "HttpSession",
-    "LeanConfig",
-    "LeanHost",
     "LiveConfig",
     "LiveError",
     "LiveHost",
@@ -37,7 +31,6 @@ __all__ = [
     "UploadGate",
     "account_key",
     "format_summary",
-    "run_lean",
     "run_live",
     "varied_hardware",
 ]

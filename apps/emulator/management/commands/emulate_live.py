@@ -95,12 +95,12 @@ class Command(BaseCommand):
             session.close()
 
     def _add_jobs(self, url: str, count: int) -> None:
-        from apps.emulator.services import bench_jobs_add
+        from apps.emulator.services import project_jobs_add
         from apps.projects.models import Project
 
         slug = urlsplit(url).path.strip("/").split("/")[-1]
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"--add-jobs: no project {slug!r} in this database")
-        added = bench_jobs_add(project=project, njobs=count, prefix=f"live_{project.workunits.count()}")
+        added = project_jobs_add(project=project, njobs=count, prefix=f"live_{project.workunits.count()}")
         self.stdout.write(f"Added {added} jobs to {slug}.")

@@ -6,7 +6,7 @@
 Every run uses throw-away databases and data areas, never the configured ones:
 
 1. A BOINC database on the MySQL/MariaDB server ``--mysql`` (default
-   COBBLESTONE_TEST_MYSQL_URL) names, made from apps.boinc_import.bench_schema and filled
+   COBBLESTONE_TEST_MYSQL_URL) names, made from apps.benchmarks.boinc_schema and filled
    with LOAD DATA LOCAL INFILE: the users (one team per 20), their hosts (one
    host_app_version each), per-app credit of users and teams, and the results, two per
    workunit, one in progress on a host and one unsent; plus a project directory (config.xml,
@@ -36,13 +36,13 @@ from typing import Any
 import pymysql
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.boinc_import.bench_schema import TABLES, create_table_sql
+from apps.benchmarks.boinc_schema import TABLES, create_table_sql
+from apps.benchmarks.stack import admin_sql, with_db
+from apps.benchmarks.support import last_json, run_manage, schema_create
 from apps.boinc_import.domain import hier_dir
 from apps.boinc_import.services.source import parse_source_url
 from apps.core.domain.signing import generate_key_pair, sign_md5_hex
 from apps.core.private_files import private_write
-from apps.core.stack import admin_sql, with_db
-from apps.work.bench_support import last_json, run_manage, schema_create
 
 SLUG = "bench-import"
 PLATFORM = "x86_64-pc-linux-gnu"

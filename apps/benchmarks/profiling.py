@@ -3,7 +3,7 @@
 The hosts talk to Django's test client instead of a socket, one RPC at a time, so the
 profile holds the whole request path (URL routing, the view, the XML codec, the
 scheduler service and the ORM) and nothing of gunicorn or the network. The hosts' own
-work is in it too: lean hosts (live/lean.py) keep that small.
+work is in it too: lean hosts (apps/benchmarks/lean.py) keep that small.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from django.db import connection
 from django.test import Client
 
-from apps.emulator.live.lean import LeanConfig, make_lean_hosts, step_safely
+from apps.benchmarks.lean import LeanConfig, make_lean_hosts, step_safely
 from apps.emulator.live.run import HostDriver, LiveConfig, SummarizedHost, _Clock, make_hosts, summarize
 from apps.emulator.live.wire import UploadGate
 

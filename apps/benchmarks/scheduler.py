@@ -10,7 +10,7 @@ Steps of one benchmark (``run_benchmark``):
 3. create the benchmark project (apps, jobs, accounts) in a subprocess;
 4. start gunicorn (gthread workers) on a free loopback port against that database;
 5. run the hosts free-running for the given seconds and collect the figures: lean hosts
-   (live/lean.py, a FIFO queue per resource: about 5 ms of CPU per RPC, most of it the
+   (apps/benchmarks/lean.py, a FIFO queue per resource: about 5 ms of CPU per RPC, most of it the
    XML codec) or emulated ones (the client policies: 12-14 ms per RPC); the load generator
    shares the machine with the server, so the cheaper it is the more CPU the server gets;
 6. stop gunicorn and drop the database.
@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from apps.core.stack import (
+from apps.benchmarks.lean import INTERVAL as LEAN_INTERVAL
+from apps.benchmarks.lean import LeanConfig, run_lean
+from apps.benchmarks.stack import (
     ManagedProcess,
     StackError,
     free_port,
@@ -38,17 +40,9 @@ from apps.core.stack import (
     running,
     tree_cpu_seconds,
 )
+from apps.benchmarks.support import postgres_cpu_seconds
 from apps.emulator.domain.model import ClientPrefs
-from apps.emulator.live import (
-    LeanConfig,
-    LiveConfig,
-    LiveSummary,
-    run_lean,
-    run_live,
-    varied_hardware,
-)
-from apps.emulator.live.lean import INTERVAL as LEAN_INTERVAL
-from apps.work.bench_support import postgres_cpu_seconds
+from apps.emulator.live import LiveConfig, LiveSummary, run_live, varied_hardware
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 MANAGE = BASE_DIR / "manage.py"

@@ -43,7 +43,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from apps.core.stack.databases import (
+from apps.benchmarks.stack.databases import (
     PrivatePostgres,
     PrivateRedis,
     admin_sql,
@@ -53,7 +53,7 @@ from apps.core.stack.databases import (
     private_redis,
     with_db,
 )
-from apps.core.stack.processes import (
+from apps.benchmarks.stack.processes import (
     ManagedProcess,
     StackError,
     free_port,
@@ -62,8 +62,8 @@ from apps.core.stack.processes import (
     running,
     tree_cpu_seconds,
 )
-from apps.core.stack.tls import self_signed_certificate, ssl_context
-from apps.core.stack.units import (
+from apps.benchmarks.stack.tls import self_signed_certificate, ssl_context
+from apps.benchmarks.stack.units import (
     BASE_DIR,
     DEPLOY_DIR,
     ENV_EXAMPLE,

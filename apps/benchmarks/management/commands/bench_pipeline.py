@@ -45,9 +45,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import Resolver404, resolve
 
-from apps.core.stack import ManagedProcess, admin_sql, free_port, port_open, tree_cpu_seconds, with_db
-from apps.core.stages import FLUSH_SECONDS, stage_totals_read
-from apps.work.bench_support import (
+from apps.benchmarks.stack import ManagedProcess, admin_sql, free_port, port_open, tree_cpu_seconds, with_db
+from apps.benchmarks.stage_meter import FLUSH_SECONDS, stage_totals_read
+from apps.benchmarks.support import (
     last_json,
     machine_description,
     postgres_cpu_seconds,
@@ -288,8 +288,8 @@ def pipeline_counts() -> dict[str, int]:
 def run_embedded_role(jobs: int, hosts: int) -> dict[str, Any]:
     """Setup, then hosts and inline daemon rounds until every workunit is assimilated and its
     files are deleted; then db_purge as if the purge age had passed. The stages' costs are
-    metered in this process (apps.core.stages)."""
-    from apps.core.stages import stage_meter_enable, stage_totals
+    metered in this process (apps.benchmarks.stage_meter)."""
+    from apps.benchmarks.stage_meter import stage_meter_enable, stage_totals
     from apps.work.services.daemons import PassOptions, daemon_run
 
     setup = pipeline_setup(jobs=jobs, hosts=hosts)

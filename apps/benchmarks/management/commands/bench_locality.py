@@ -21,7 +21,7 @@ from django.db import transaction
 from django.test import Client
 from django.test.utils import override_settings
 
-from apps.locality.simulation import (
+from apps.benchmarks.locality_simulation import (
     SimulationConfig,
     SimulationOutcome,
     Transport,

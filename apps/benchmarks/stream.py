@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from apps.emulator.live.lean import LeanHost, step_safely
+from apps.benchmarks.lean import LeanHost, step_safely
 from apps.emulator.live.run import LiveSummary, summarize
 
 # Simulated seconds a draining host runs its queues for: every job it holds finishes.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from apps.core.stack.processes import ManagedProcess, StackError, child_pids, free_port
+from apps.benchmarks.stack.processes import ManagedProcess, StackError, child_pids, free_port
 
 PG_BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
 

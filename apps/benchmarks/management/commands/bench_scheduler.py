@@ -6,7 +6,7 @@
         [--profile [--rpcs 400]]
 
 Each database gets a fresh database, migrated in a subprocess, a benchmark project and
-gunicorn on a free loopback port (apps.emulator.bench lists the steps). PostgreSQL is used
+gunicorn on a free loopback port (apps.benchmarks.scheduler lists the steps). PostgreSQL is used
 when ``--database-url`` or COBBLESTONE_TEST_DATABASE_URL names a server. The load comes
 from lean hosts (the default; cheap, so the machine's CPU goes to the server) or from
 emulated hosts running a client policy (``--client emulated``). ``--profile`` runs the
@@ -23,7 +23,7 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.emulator.bench import (
+from apps.benchmarks.scheduler import (
     CLIENTS,
     DEFAULT_BUSY_WAIT,
     DEFAULT_INTERVAL_HOURS,
@@ -33,7 +33,7 @@ from apps.emulator.bench import (
     run_benchmark,
     run_profile,
 )
-from apps.work.bench_support import machine_description
+from apps.benchmarks.support import machine_description
 
 
 class Command(BaseCommand):
@@ -161,15 +161,15 @@ class Command(BaseCommand):
         self.stdout.write(format_bench_table(results))
 
     def _setup(self, *, jobs: int, hosts: int) -> None:
-        from apps.emulator.bench import SLUG
-        from apps.emulator.services import bench_project_create
+        from apps.benchmarks.project import bench_project_create
+        from apps.benchmarks.scheduler import SLUG
 
         bench = bench_project_create(slug=SLUG, njobs=jobs, naccounts=hosts)
         self.stdout.write(json.dumps({"authenticators": list(bench.authenticators)}))
 
     def _profile(self, *, hosts: int, rpcs: int, top: int, dump: str, client: str, policy: str) -> None:
-        from apps.emulator.bench import profile_config
-        from apps.emulator.profiling import profile_hosts
+        from apps.benchmarks.profiling import profile_hosts
+        from apps.benchmarks.scheduler import profile_config
 
         keys = tuple(os.environ["COBBLESTONE_BENCH_AUTHENTICATORS"].split(","))
         config = profile_config(hosts, keys, policy=policy)

@@ -3,7 +3,7 @@
     python manage.py bench_credit [--hosts 10000] [--validations 10000] [--quorum 1|2]
         [--feeder-passes 5] [--batch N] [--database auto|sqlite|postgres] [--database-url URL]
 
-Every run uses a throwaway database and data area (apps.work.bench_support), never the
+Every run uses a throwaway database and data area (apps.benchmarks.support), never the
 configured ones: an SQLite file in a temporary directory, or, when ``--database-url`` or
 COBBLESTONE_TEST_DATABASE_URL names a PostgreSQL server, a fresh database there, dropped
 at the end. ``--database sqlite`` ignores the server. The steps:
@@ -50,8 +50,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.core.stack import admin_sql, with_db
-from apps.work.bench_support import last_json, run_manage, schema_create
+from apps.benchmarks.stack import admin_sql, with_db
+from apps.benchmarks.support import last_json, run_manage, schema_create
 
 SLUG = "bench-credit"
 APP = "credit"
