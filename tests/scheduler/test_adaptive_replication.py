@@ -9,7 +9,7 @@ import pytest
 
 from apps.applications.models import AppVersion
 from apps.core import clock
-from apps.hosts.models import HostAppVersion
+from apps.hosts.models import Host, HostAppVersion
 from apps.work.domain.states import Outcome, ServerState, ValidateState
 from apps.work.models import Result, Workunit
 from apps.work.services import workunits_transition, workunits_validate
@@ -192,6 +192,17 @@ def test_a_host_not_reliable_gets_a_retry_when_no_reliable_host_is_active(client
     [sent] = reply.results
     result = Result.objects.get(name=sent.name)
     assert (result.report_deadline - result.sent_time).total_seconds() == pytest.approx(wu.delay_bound)
+
+
+def test_a_reliable_host_gone_for_more_than_a_day_does_not_hold_retries_back(
+    client, retries, account, cpu_app
+):
+    retry_job(retries, cpu_app)
+    gone = new_host(client, retries, account, "gone")
+    record(gone, cpu_app, consecutive_valid=12)
+    Host.objects.filter(id=gone).update(rpc_time=clock.now() - timedelta(days=2))
+    newcomer = new_host(client, retries, account, "new")
+    assert len(ask(client, retries, account, newcomer).results) == 1
 
 
 def test_a_slow_host_is_not_reliable(client, retries, account, cpu_app):

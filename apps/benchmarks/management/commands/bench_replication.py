@@ -1,6 +1,6 @@
 """bench_replication: what replication costs and what it lets through, per policy.
 
-    python manage.py bench_replication [--hosts 40] [--warmup 300] [--jobs 600] [--seed 1]
+    python manage.py bench_replication [--hosts 40] [--warmup 400] [--jobs 1000] [--seed 1] [--flaky 0.1]
 
 Simulated hosts go through the real scheduler RPC (``scheduler_request_handle``), report
 their results through it with their outputs in the upload area (as the upload handler
@@ -10,7 +10,8 @@ host of average speed). The fleet, the same in every policy (seeded):
 
 - most hosts honest (speed 0.5-2 times the average);
 - 5 % faulty: a wrong output 20 % of the time;
-- 10 % flaky: 20 % of their jobs never come back (they time out after the delay bound);
+- with ``--flaky F``, a share F of hosts flaky: 20 % of their jobs never come back (they
+  time out after the delay bound; none by default);
 - one cheater: honest for its first 20 jobs, then it sends a made-up output at once and
   claims 100 times the elapsed time a real run would take.
 
@@ -95,7 +96,7 @@ class Tally:
     validated_at: dict[int, datetime] = field(default_factory=dict)  # workunit id -> time
 
 
-def run_role(*, hosts: int, warmup: int, jobs: int, seed: int) -> dict[str, Any]:
+def run_role(*, hosts: int, warmup: int, jobs: int, seed: int, flaky: float) -> dict[str, Any]:
     """All three policies in this process's database; their figures."""
 
     start = datetime(2026, 1, 5, tzinfo=UTC)
@@ -106,23 +107,31 @@ def run_role(*, hosts: int, warmup: int, jobs: int, seed: int) -> dict[str, Any]
         sim_now[0] = start
         began = time.perf_counter()
         figures[policy] = _run_policy(
-            policy, index, hosts=hosts, warmup=warmup, jobs=jobs, seed=seed, now=sim_now
+            policy, index, hosts=hosts, warmup=warmup, jobs=jobs, seed=seed, flaky=flaky, now=sim_now
         )
         figures[policy]["wall_seconds"] = time.perf_counter() - began
         _log(f"{policy}: {figures[policy]}")
-    return {"policies": figures, "hosts": hosts, "warmup": warmup, "jobs": jobs, "seed": seed}
+    return {"policies": figures, "hosts": hosts, "warmup": warmup, "jobs": jobs, "seed": seed, "flaky": flaky}
 
 
-def _fleet(n: int, rng: random.Random) -> list[SimHost]:
+def _fleet(n: int, rng: random.Random, flaky: float) -> list[SimHost]:
     n_faulty = max(1, round(0.05 * n))
-    n_flaky = max(1, round(0.10 * n))
+    n_flaky = round(flaky * n)
     kinds = ["cheater"] + ["faulty"] * n_faulty + ["flaky"] * n_flaky
     kinds += ["honest"] * (n - len(kinds))
     return [SimHost(name=f"h{i}", kind=kind, speed=rng.uniform(0.5, 2.0)) for i, kind in enumerate(kinds)]
 
 
 def _run_policy(
-    policy: str, index: int, *, hosts: int, warmup: int, jobs: int, seed: int, now: list[datetime]
+    policy: str,
+    index: int,
+    *,
+    hosts: int,
+    warmup: int,
+    jobs: int,
+    seed: int,
+    flaky: float,
+    now: list[datetime],
 ) -> dict[str, Any]:
 
     project = project_create(slug=f"rep{index}", name=f"Replication {policy}").project
@@ -152,7 +161,7 @@ def _run_policy(
         files=[AppFileSpec(path=worker)],
     )
     rng = random.Random(seed)
-    fleet = _fleet(hosts, rng)
+    fleet = _fleet(hosts, rng, flaky)
     for h in fleet:
         account = Account.objects.create(
             project=project,
@@ -314,7 +323,7 @@ def _figures(
     }
 
 
-def run_benchmark(*, hosts: int, warmup: int, jobs: int, seed: int) -> dict[str, Any]:
+def run_benchmark(*, hosts: int, warmup: int, jobs: int, seed: int, flaky: float) -> dict[str, Any]:
     """A throwaway SQLite database and data area, its schema, then ``--role run`` against it."""
     work = Path(tempfile.mkdtemp(prefix="cobblestone-replication-"))
     env = {
@@ -339,6 +348,8 @@ def run_benchmark(*, hosts: int, warmup: int, jobs: int, seed: int) -> dict[str,
             str(jobs),
             "--seed",
             str(seed),
+            "--flaky",
+            str(flaky),
         ]
         return last_json(run_manage("bench_replication", args, env, timeout=6 * 3600, echo_stderr=True))
     finally:
@@ -347,7 +358,8 @@ def run_benchmark(*, hosts: int, warmup: int, jobs: int, seed: int) -> dict[str,
 
 def format_report(f: dict[str, Any]) -> list[str]:
     lines = [
-        f"{f['hosts']} hosts, warm-up batch {f['warmup']}, measured batch {f['jobs']} workunits, seed {f['seed']}",
+        f"{f['hosts']} hosts ({100 * f['flaky']:.0f} % flaky), warm-up batch {f['warmup']}, "
+        f"measured batch {f['jobs']} workunits, seed {f['seed']}",
         "",
         f"{'policy':<22}{'results/WU':>11}{'wrong accepted':>20}{'honest credit/job':>19}"
         f"{'last 5 % (h)':>14}{'batch (h)':>11}{'failed':>8}",
@@ -371,18 +383,23 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--hosts", type=int, default=40)
-        parser.add_argument("--warmup", type=int, default=300, help="workunits of the warm-up batch")
-        parser.add_argument("--jobs", type=int, default=600, help="workunits of the measured batch")
+        parser.add_argument("--warmup", type=int, default=400, help="workunits of the warm-up batch")
+        parser.add_argument("--jobs", type=int, default=1000, help="workunits of the measured batch")
         parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument(
+            "--flaky", type=float, default=0.0, help="share of hosts that lose 20 %% of their jobs"
+        )
         parser.add_argument("--role", choices=["orchestrate", "schema", "run"], default="orchestrate")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        if opts["hosts"] < 20 or opts["warmup"] < 0 or opts["jobs"] < 20:
-            raise CommandError("--hosts and --jobs must be at least 20, --warmup not negative")
+        if opts["hosts"] < 20 or opts["warmup"] < 0 or opts["jobs"] < 20 or not 0 <= opts["flaky"] <= 0.5:
+            raise CommandError(
+                "--hosts and --jobs must be at least 20, --warmup not negative, --flaky within 0-0.5"
+            )
         if opts["role"] == "schema":
             self.stdout.write(json.dumps({"schema": schema_create()}))
             return
-        figures_args = {k: opts[k] for k in ("hosts", "warmup", "jobs", "seed")}
+        figures_args = {k: opts[k] for k in ("hosts", "warmup", "jobs", "seed", "flaky")}
         if opts["role"] == "run":
             self.stdout.write(json.dumps(run_role(**figures_args)))
             return
