@@ -71,8 +71,8 @@ class Replication:
             return HostVersionRecord()
         return HostVersionRecord(
             consecutive_valid=hav.consecutive_valid,
-            turnaround_n=hav.turnaround_n,
-            turnaround_avg=hav.turnaround_avg,
+            turnaround_n=hav.turnaround.n,
+            turnaround_avg=hav.turnaround.avg,
             error_rate=hav.error_rate,
             max_jobs_per_day=hav.max_jobs_per_day,
         )

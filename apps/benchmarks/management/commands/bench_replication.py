@@ -97,20 +97,24 @@ class Tally:
 
 
 def run_role(*, hosts: int, warmup: int, jobs: int, seed: int, flaky: float) -> dict[str, Any]:
-    """All three policies in this process's database; their figures."""
-
+    """All three policies in this process's database; their figures. Every service reads the
+    simulated time while it runs (``clock.now``, restored at the end)."""
     start = datetime(2026, 1, 5, tzinfo=UTC)
     sim_now = [start]
-    clock.now = lambda: sim_now[0]  # every service reads the simulated time
+    real_now = clock.now
+    clock.now = lambda: sim_now[0]  # type: ignore[assignment]
     figures = {}
-    for index, policy in enumerate(POLICIES):
-        sim_now[0] = start
-        began = time.perf_counter()
-        figures[policy] = _run_policy(
-            policy, index, hosts=hosts, warmup=warmup, jobs=jobs, seed=seed, flaky=flaky, now=sim_now
-        )
-        figures[policy]["wall_seconds"] = time.perf_counter() - began
-        _log(f"{policy}: {figures[policy]}")
+    try:
+        for index, policy in enumerate(POLICIES):
+            sim_now[0] = start
+            began = time.perf_counter()
+            figures[policy] = _run_policy(
+                policy, index, hosts=hosts, warmup=warmup, jobs=jobs, seed=seed, flaky=flaky, now=sim_now
+            )
+            figures[policy]["wall_seconds"] = time.perf_counter() - began
+            _log(f"{policy}: {figures[policy]}")
+    finally:
+        clock.now = real_now  # type: ignore[assignment]
     return {"policies": figures, "hosts": hosts, "warmup": warmup, "jobs": jobs, "seed": seed, "flaky": flaky}
 
 
