@@ -130,6 +130,15 @@ def test_an_error_result_ends_the_trust_at_once(client, project, account, adapti
     assert second.workunit.target_nresults == 2
 
 
+def test_a_timed_out_result_ends_the_trust(client, project, account, adaptive_app):
+    make_jobs(project, adaptive_app, 1)
+    host_id = new_host(client, project, account)
+    record(host_id, adaptive_app, consecutive_valid=LONG_RECORD)
+    ask(client, project, account, host_id)
+    workunits_transition(project=project, now=clock.now() + timedelta(days=30))
+    assert HostAppVersion.objects.get(host_id=host_id).consecutive_valid == 0
+
+
 def test_a_trusted_host_whose_output_disagrees_loses_its_trust(client, project, account, adaptive_app):
     [wu] = make_jobs(project, adaptive_app, 1)
     bad = new_host(client, project, account, "bad")
