@@ -95,6 +95,7 @@ class AppAdmin(admin.ModelAdmin):
                     "max_total_results",
                     "max_success_results",
                     "delay_bound",
+                    "adaptive_replication",
                 ]
             },
         ),

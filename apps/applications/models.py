@@ -51,6 +51,14 @@ class App(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(MAX_DELAY_BOUND)],
         help_text="Seconds",
     )
+    adaptive_replication = models.BooleanField(
+        default=False,
+        help_text=(
+            "Workunits start with one result; a result sent to a host app version that is not trusted "
+            "(fewer than 10 consecutive valid results, then by chance 1/consecutive_valid) raises its "
+            "workunit to min_quorum and target_nresults."
+        ),
+    )
 
     # Seed 003 app fields.
     min_avg_pfc = models.FloatField(default=0, help_text="0 = not defined yet (set by the feeder)")
@@ -146,6 +154,8 @@ class App(models.Model):
             if not any(self._fails_own_validators(f) for f in problem.fields)
         ]
         errors += [f"Project preferences: {p}" for p in parse_pref_fields(self.prefs_fields)[1]]
+        if self.adaptive_replication and self.target_nresults < 2:
+            errors.append("adaptive_replication needs target_nresults of at least 2 (the replicated count)")
         stored = (
             App.objects.filter(pk=self.pk).values("assimilator", "sequence_hook").first() if self.pk else None
         )

@@ -102,6 +102,20 @@ class ProjectAdmin(admin.ModelAdmin):
             },
         ),
         (
+            "Reliable hosts and accelerated retries",
+            {
+                "fields": [
+                    "reliable_max_avg_turnaround",
+                    "reliable_max_error_rate",
+                    "reliable_on_priority",
+                    "reliable_reduced_delay_bound",
+                    "reliable_priority_on_over",
+                    "reliable_priority_on_over_except_error",
+                    "batch_accel_fraction",
+                ]
+            },
+        ),
+        (
             "Locality scheduling (seed 004)",
             {
                 "fields": [

@@ -117,6 +117,41 @@ class Project(models.Model):
     ignore_delay_bound = models.BooleanField(default=False)
     delete_delay_hours = models.FloatField(default=0, validators=[MinValueValidator(0)])
 
+    # Reliable hosts and accelerated retries (config.xml names; 0 = off).
+    reliable_max_avg_turnaround = models.FloatField(
+        default=0,
+        validators=[MinValueValidator(0)],
+        help_text="Seconds: a host app version with a longer average turnaround is not reliable (0 = no bound).",
+    )
+    reliable_max_error_rate = models.FloatField(
+        default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="A host app version with a higher error rate is not reliable (0 = no bound).",
+    )
+    reliable_on_priority = models.IntegerField(
+        default=0,
+        help_text="Results of at least this priority go to reliable hosts, with the reduced deadline (0 = off).",
+    )
+    reliable_reduced_delay_bound = models.FloatField(
+        default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="Fraction of the delay bound a reliable host gets for such a result (0 = the whole bound).",
+    )
+    reliable_priority_on_over = models.IntegerField(
+        default=0, help_text="Priority added to a retry once some result of its workunit is over."
+    )
+    reliable_priority_on_over_except_error = models.IntegerField(
+        default=0, help_text="The same, only when no result of the workunit ended in error."
+    )
+    batch_accel_fraction = models.FloatField(
+        default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text=(
+            "When at most this fraction of a batch's workunits is unfinished, their unsent results get "
+            "reliable_on_priority (0 = off)."
+        ),
+    )
+
     # Locality scheduling (seed 004).
     locality_scheduling = models.BooleanField(default=False)
     locality_scheduling_sorted_order = models.BooleanField(

@@ -110,6 +110,41 @@ def test_update_app_with_nothing_to_change_says_so(project):
         call_command("update_app", "--project", "proj", "sim", stdout=StringIO())
 
 
+def test_update_app_turns_adaptive_replication_on_and_off(project):
+    call_command(
+        "add_app",
+        "--project",
+        "proj",
+        "sim",
+        "--min_quorum",
+        "2",
+        "--target_nresults",
+        "2",
+        stdout=StringIO(),
+    )
+    call_command("update_app", "--project", "proj", "sim", "--adaptive_replication", "1", stdout=StringIO())
+    assert App.objects.get(project=project, name="sim").adaptive_replication is True
+    call_command("update_app", "--project", "proj", "sim", "--adaptive_replication", "0", stdout=StringIO())
+    assert App.objects.get(project=project, name="sim").adaptive_replication is False
+
+
+def test_adaptive_replication_takes_only_0_or_1(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="must be 0 or 1"):
+        call_command(
+            "update_app", "--project", "proj", "sim", "--adaptive_replication", "yes", stdout=StringIO()
+        )
+
+
+def test_adaptive_replication_without_a_replicated_count_is_refused(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="adaptive_replication needs target_nresults of at least 2"):
+        call_command(
+            "update_app", "--project", "proj", "sim", "--adaptive_replication", "1", stdout=StringIO()
+        )
+    assert App.objects.get(project=project, name="sim").adaptive_replication is False
+
+
 def test_add_app_version_copies_and_signs_the_main_program(project, worker):
     call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
     add_version(

@@ -166,3 +166,25 @@ def test_a_base_url_typed_without_a_scheme_is_taken_as_https(admin_client):
     assert response.status_code == 302
     project.refresh_from_db()
     assert project.base_url == "https://boinc.example.org"
+
+
+# --- reliable hosts -------------------------------------------------------------------------
+
+
+def test_the_reliable_host_settings_are_set_in_the_admin(admin_client):
+    project = ProjectFactory(slug="einstein")
+    response = post_change(
+        admin_client, project, reliable_on_priority="10", reliable_reduced_delay_bound="0.25"
+    )
+    assert response.status_code == 302
+    project.refresh_from_db()
+    assert (project.reliable_on_priority, project.reliable_reduced_delay_bound) == (10, 0.25)
+
+
+def test_a_reduced_delay_bound_above_one_is_refused_in_the_admin(admin_client):
+    project = ProjectFactory(slug="einstein")
+    response = post_change(admin_client, project, reliable_reduced_delay_bound="1.5")
+    assert response.status_code == 200
+    assert b"less than or equal to 1" in response.content
+    project.refresh_from_db()
+    assert project.reliable_reduced_delay_bound == 0

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import CommandError
 
+
+def flag(value: str) -> bool:
+    """BOINC's 0/1 for an on/off setting."""
+    if value not in ("0", "1"):
+        raise argparse.ArgumentTypeError(f"must be 0 or 1, not {value!r}")
+    return value == "1"
+
+
 # (option, type, help); each option names the App field it sets.
-APP_OPTIONS: list[tuple[str, type, str]] = [
+APP_OPTIONS: list[tuple[str, Callable[[str], Any], str]] = [
     ("user_friendly_name", str, "the name volunteers see"),
     ("min_quorum", int, "valid results needed to decide a workunit"),
     ("target_nresults", int, "results created at first"),
@@ -15,6 +25,7 @@ APP_OPTIONS: list[tuple[str, type, str]] = [
     ("max_total_results", int, "results before the workunit fails"),
     ("max_success_results", int, "successful results without consensus before the workunit fails"),
     ("delay_bound", float, "seconds a host has to return a result"),
+    ("adaptive_replication", flag, "1: one result per workunit on trusted hosts, min_quorum on others"),
 ]
 
 

@@ -37,6 +37,7 @@ from apps.scheduler.domain.policy import (
 )
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.scheduler.services.hosts import host_instances
+from apps.scheduler.services.replication import Replication
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
@@ -80,6 +81,7 @@ CANDIDATE_WORKUNIT_FIELDS = (
     "rsc_disk_bound",
     "delay_bound",
     "error_mask",
+    "target_nresults",
     "locality_file_name",
     "sequence",
     "sequence_index",
@@ -169,6 +171,7 @@ class Dispatcher:
         self.wus_on_host: set[int] = set()
         self.wus_of_user: set[int] = set()
         self.sent_results: list[Result] = []
+        self.replication = Replication(ctx, versions)
 
     # --- checks -------------------------------------------------------------------------
     def load_exclusions(self, workunit_ids: set[int], *, host_checked: bool = False) -> None:
@@ -221,22 +224,25 @@ class Dispatcher:
         option = option or self.option_for(result)
         tried: set[ProcType] = set()
         while option is not None:
+            if not self.replication.allows(result, option):
+                return False  # a retry waiting for a reliable host
             est_dur = estimated_duration(
                 fpops_est=wu.rsc_fpops_est,
                 projected_flops=option.projected_flops,
                 available_frac=self.need.available_frac(option.proc_type),
             )
+            delay_bound = self.replication.delay_bound(result, option, est_dur)
             why = job_infeasible(
                 est_dur=est_dur,
                 estimated_delay=self.need.estimated_delay(option.proc_type),
-                delay_bound=wu.delay_bound,
+                delay_bound=delay_bound,
                 rsc_memory_bound=wu.rsc_memory_bound,
                 rsc_disk_bound=wu.rsc_disk_bound,
                 limits=self.host_limits,
                 disk_used=self.disk_used,
             )
             if why is None:
-                return self.send(result, option, est_dur)
+                return self.send(result, option, est_dur, delay_bound=delay_bound)
             self.ctx.no_work_reason(INFEASIBLE_MESSAGES[why])
             if why is not Infeasible.DEADLINE:
                 return False  # memory and disk are the host's, whichever version runs it
@@ -312,6 +318,7 @@ class Dispatcher:
         if not resend:
             self.limits.add(option.app_id, option.proc_type)
             self._count_on_host_app_version(option, delay_bound)
+            self.replication.on_send(result, option)
         ctx.sent.append(
             SentJob(result=result, option=option, est_dur=est_dur, projected_flops=option.projected_flops)
         )
@@ -346,6 +353,7 @@ class Dispatcher:
         if self.sent_results:
             update_rows(Result, self.sent_results, SEND_FIELDS, batch=self.ctx.writes)
             self._lower_transition_times()
+            self.replication.flush()
         new_havs = [h for h in self.versions.havs.values() if h.pk is None]
         if new_havs:
             HostAppVersion.objects.bulk_create(new_havs)

@@ -309,17 +309,22 @@ def _resolve(app: App, job: JobSpec) -> dict[str, float | int]:
     def pick(value: float | int | None, default: float | int) -> float | int:
         return default if value is None else value
 
-    target = pick(job.target_nresults, app.target_nresults)
+    # An adaptive app's workunits start with one result; the scheduler raises a workunit
+    # to the app's min_quorum and target_nresults when it sends it to an untrusted host.
+    quorum, target = (1, 1) if app.adaptive_replication else (app.min_quorum, app.target_nresults)
+    target = pick(job.target_nresults, target)
     return {
         "rsc_fpops_est": pick(job.rsc_fpops_est, DEFAULT_FPOPS_EST),
         "rsc_fpops_bound": pick(job.rsc_fpops_bound, DEFAULT_FPOPS_BOUND),
         "rsc_memory_bound": pick(job.rsc_memory_bound, DEFAULT_MEMORY_BOUND),
         "rsc_disk_bound": pick(job.rsc_disk_bound, DEFAULT_DISK_BOUND),
         "delay_bound": pick(job.delay_bound, app.delay_bound),
-        "min_quorum": pick(job.min_quorum, app.min_quorum),
+        "min_quorum": pick(job.min_quorum, quorum),
         "target_nresults": target,
         "max_error_results": pick(job.max_error_results, app.max_error_results),
-        "max_total_results": pick(job.max_total_results, max(app.max_total_results, target)),
+        "max_total_results": pick(
+            job.max_total_results, max(app.max_total_results, app.target_nresults, target)
+        ),
         "max_success_results": pick(job.max_success_results, app.max_success_results),
     }
 

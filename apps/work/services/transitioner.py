@@ -74,6 +74,7 @@ from apps.work.domain.transitions import (
     plan_transition,
 )
 from apps.work.models import Result, Workunit
+from apps.work.services.batch_tails import batch_tails_accelerate
 from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
 from apps.work.services.claims import (
     LeaseClock,
@@ -198,7 +199,9 @@ def workunits_transition(
             break
         if len(claims) < size:
             break
-    return DaemonPass(items=changed, errors=errors, message=f"{claimed} due")
+    raised = batch_tails_accelerate(project=project)
+    message = f"{claimed} due" + (f", {raised} batch-tail results raised" if raised else "")
+    return DaemonPass(items=changed, errors=errors, message=message)
 
 
 def _name(claim: Claim) -> str:
@@ -302,17 +305,23 @@ def _workunits(workunit_ids: list[int]) -> list[tuple[Workunit, TransitionConfig
     period in seconds)."""
     where, params = any_of("w.id", workunit_ids, "bigint")
     rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()}, p.report_grace_period, p.delete_delay_hours FROM {quoted_table(Workunit)} w"
+        f"SELECT {_WORKUNIT.sql()}, p.report_grace_period, p.delete_delay_hours, p.reliable_priority_on_over,"
+        f" p.reliable_priority_on_over_except_error FROM {quoted_table(Workunit)} w"
         f" JOIN {quoted_table(Project)} p ON p.id = w.project_id WHERE {where} ORDER BY w.id",
         params,
     )
-    configs: dict[float, TransitionConfig] = {}
+    configs: dict[tuple[float, int, int], TransitionConfig] = {}
     found = []
     for row in rows:
-        grace, delay_hours = row[_WORKUNIT.width :]
-        config = configs.get(delay_hours)
+        grace, delay_hours, on_over, on_over_except_error = row[_WORKUNIT.width :]
+        key = (delay_hours, on_over, on_over_except_error)
+        config = configs.get(key)
         if config is None:
-            config = configs[delay_hours] = TransitionConfig(delete_delay=delay_hours * 3600)
+            config = configs[key] = TransitionConfig(
+                delete_delay=delay_hours * 3600,
+                reliable_priority_on_over=on_over,
+                reliable_priority_on_over_except_error=on_over_except_error,
+            )
         found.append((_WORKUNIT.build(row), config, grace))
     return found
 
