@@ -311,8 +311,8 @@ def _resolve(app: App, job: JobSpec) -> dict[str, float | int]:
 
     # An adaptive app's workunits start with one result; the scheduler raises a workunit
     # to the app's min_quorum and target_nresults when it sends it to an untrusted host.
-    quorum, target = (1, 1) if app.adaptive_replication else (app.min_quorum, app.target_nresults)
-    target = pick(job.target_nresults, target)
+    quorum, app_target = (1, 1) if app.adaptive_replication else (app.min_quorum, app.target_nresults)
+    target = pick(job.target_nresults, app_target)
     return {
         "rsc_fpops_est": pick(job.rsc_fpops_est, DEFAULT_FPOPS_EST),
         "rsc_fpops_bound": pick(job.rsc_fpops_bound, DEFAULT_FPOPS_BOUND),

@@ -49,13 +49,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.applications.services import AppFileSpec, app_create, app_version_add
+from apps.benchmarks.support import last_json, machine_description, run_manage, schema_create
 from apps.core import clock
 from apps.credit.services import credit_normalize_project
 from apps.projects.services import project_create
 from apps.protocol import HostInfo, ReportedFile, ReportedResult, SchedulerRequest, TimeStats
 from apps.scheduler.services import scheduler_request_handle
 from apps.volunteers.models import Account, make_passwd_hash
-from apps.work.bench_support import last_json, machine_description, run_manage, schema_create
 from apps.work.domain.states import ValidateState
 from apps.work.models import OutputFile, Result, Workunit
 from apps.work.services import JobSpec, workunits_create, workunits_transition, workunits_validate
@@ -102,7 +102,7 @@ def run_role(*, hosts: int, warmup: int, jobs: int, seed: int, flaky: float) -> 
     start = datetime(2026, 1, 5, tzinfo=UTC)
     sim_now = [start]
     real_now = clock.now
-    clock.now = lambda: sim_now[0]  # type: ignore[assignment]
+    clock.now = lambda: sim_now[0]
     figures = {}
     try:
         for index, policy in enumerate(POLICIES):
@@ -114,7 +114,7 @@ def run_role(*, hosts: int, warmup: int, jobs: int, seed: int, flaky: float) -> 
             figures[policy]["wall_seconds"] = time.perf_counter() - began
             _log(f"{policy}: {figures[policy]}")
     finally:
-        clock.now = real_now  # type: ignore[assignment]
+        clock.now = real_now
     return {"policies": figures, "hosts": hosts, "warmup": warmup, "jobs": jobs, "seed": seed, "flaky": flaky}
 
 
