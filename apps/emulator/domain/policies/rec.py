@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from apps.core.domain.resources import COBBLESTONE_SCALE, FETCH_ORDER, ProcType
-from apps.emulator.domain.backoff import Backoff
+from apps.emulator.domain.backoff import MAX_BACKOFF_INTERVAL, Backoff, backoff_after_no_work, backoff_cleared
 from apps.emulator.domain.model import DAY
 from apps.emulator.domain.policies.base import (
     FetchChoice,
@@ -35,7 +35,6 @@ from apps.emulator.domain.policies.base import (
     backoff_wakeup,
     fill_resource,
 )
-from apps.emulator.domain.policies.v6_gpu import handle_resource_backoffs
 from apps.emulator.domain.rr_sim import RRResult
 from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState, SimJob
@@ -102,26 +101,40 @@ class RecPolicy:
             queued = sum(max(j.fpops_est - j.done_fpops, 0.0) for j in state.jobs if j.project == name)
             priority[name] -= queued / (buf_total * peak)
         ranked = sorted(names, key=lambda p: (-priority[p], p))
+        # The client's scan: each project in priority order claims every resource it may ask
+        # for, up to the first one whose buffer is low; a lower project may add a resource
+        # to its request only if no higher one claimed it.
+        claimed: dict[ProcType, str] = {}
         for name in ranked:
-            fetchable = [proc for proc in low if self._can_fetch(state, name, proc)]
-            if not fetchable:
+            trigger = None
+            for proc in procs:
+                if not self._can_fetch(state, name, proc):
+                    continue
+                claimed.setdefault(proc, name)
+                if rr.resources[proc].saturated_time < buf_min:
+                    trigger = proc
+                    break
+            if trigger is None:
                 continue
-            extra = {
+            # A resource below the full buffer joins the request even while backed off:
+            # asking costs nothing once the RPC is made.
+            asked = {
                 proc
                 for proc in procs
-                if rr.resources[proc].saturated_time < buf_total
-                and self._best_fetcher(state, ranked, proc) == name
+                if proc is trigger
+                or (
+                    claimed.get(proc, name) == name
+                    and rr.resources[proc].saturated_time < buf_total
+                    and state.projects[name].resource_share > 0
+                )
             }
-            return FetchChoice(name, self._request(state, rr, set(fetchable) | extra), "buffer low")
+            return FetchChoice(name, self._request(state, rr, asked), "buffer low")
         return None
 
     def _can_fetch(self, state: ClientState, project: str, proc: ProcType) -> bool:
         return state.projects[project].resource_share > 0 and not self.backoff[(project, proc)].is_backed_off(
             state.now
         )
-
-    def _best_fetcher(self, state: ClientState, ranked: list[str], proc: ProcType) -> str | None:
-        return next((p for p in ranked if self._can_fetch(state, p, proc)), None)
 
     def _request(self, state: ClientState, rr: RRResult, procs: set[ProcType]) -> WorkRequest:
         # In a fixed order: a set of enum members iterates by string hash, which differs
@@ -133,7 +146,20 @@ class RecPolicy:
         return WorkRequest(req_secs=req_secs, req_instances=req_instances, estimated_delay=delay)
 
     def handle_reply(self, state: ClientState, choice: FetchChoice, jobs: tuple[SentJob, ...]) -> None:
-        handle_resource_backoffs(self.backoff, state, choice, jobs)
+        """Clear each type that got a job; back off each asked-for type that got none, unless
+        it was already backed off (asked for only along with another type)."""
+        got = {job.proc_type for job in jobs}
+        for proc in state.proc_types:
+            key = (choice.project, proc)
+            if proc in got:
+                self.backoff[key] = backoff_cleared()
+            elif proc in choice.request.requested_types and not self.backoff[key].is_backed_off(state.now):
+                self.backoff[key] = backoff_after_no_work(
+                    self.backoff[key],
+                    now=state.now,
+                    u=state.rng.random(),
+                    max_delay=1.5 * MAX_BACKOFF_INTERVAL,
+                )
 
     # -- CPU scheduling ---------------------------------------------------------------
 
