@@ -40,6 +40,8 @@ from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState, SimJob
 
 MIN_WORK_BUF = 180.0  # WF_EST_FETCH_TIME: work_buf_min is never below this
+REPORT_DELAY = 3600.0  # MAX_REPORT_DELAY: a finished job is reported at most this long after
+FINISHED = 1e-6  # seconds left at which the simulation counts a job as finished
 
 
 def update_rec(rec: float, credit: float, dt: float, half_life: float) -> float:
@@ -64,6 +66,7 @@ class RecPolicy:
     def __init__(self) -> None:
         self.rec: dict[str, float] = {}
         self.backoff: dict[tuple[str, ProcType], Backoff] = {}
+        self.report_due: dict[str, float] = {}
 
     def attach(self, state: ClientState, project: str) -> None:
         self.rec[project] = 0.0
@@ -75,6 +78,9 @@ class RecPolicy:
         for p in state.attached():
             credit = sum(used.get((p.name, proc), 0.0) * flops[proc] * COBBLESTONE_SCALE for proc in flops)
             self.rec[p.name] = update_rec(self.rec[p.name], credit, dt, state.prefs.rec_half_life)
+        for job in state.jobs:
+            if job.running and job.time_to_finish <= FINISHED:
+                self.report_due.setdefault(job.project, state.now + REPORT_DELAY)
 
     def priorities(self, state: ClientState, projects: list[str], rec: dict[str, float]) -> dict[str, float]:
         shares = {p: state.projects[p].resource_share for p in projects}
@@ -90,9 +96,6 @@ class RecPolicy:
         buf_total = max(prefs.work_buf_total, buf_min)
         rr = state.rr_sim(buf_total)
         procs = [p for p in FETCH_ORDER if state.ninstances(p) > 0]
-        low = [p for p in procs if rr.resources[p].saturated_time < buf_min]
-        if not low:
-            return None
         names = [p.name for p in state.attached()]
         priority = self.priorities(state, names, self.rec)
         peak = state.host.total_peak_flops
@@ -101,6 +104,12 @@ class RecPolicy:
             queued = sum(max(j.fpops_est - j.done_fpops, 0.0) for j in state.jobs if j.project == name)
             priority[name] -= queued / (buf_total * peak)
         ranked = sorted(names, key=lambda p: (-priority[p], p))
+        due = sorted((t, p) for p, t in self.report_due.items() if t <= state.now)
+        if due:
+            return self._report(state, rr, procs, ranked, priority, due[0][1], buf_total)
+        low = [p for p in procs if rr.resources[p].saturated_time < buf_min]
+        if not low:
+            return None
         # The client's scan: each project in priority order claims every resource it may ask
         # for, up to the first one whose buffer is low; a lower project may add a resource
         # to its request only if no higher one claimed it.
@@ -130,6 +139,29 @@ class RecPolicy:
             }
             return FetchChoice(name, self._request(state, rr, asked), "buffer low")
         return None
+
+    def _report(
+        self,
+        state: ClientState,
+        rr: RRResult,
+        procs: list[ProcType],
+        ranked: list[str],
+        priority: dict[str, float],
+        name: str,
+        buf_total: float,
+    ) -> FetchChoice:
+        """The RPC that reports finished jobs also asks for each resource below the full
+        buffer that no project of strictly higher priority could be asked for."""
+        del self.report_due[name]
+        higher = [p for p in ranked[: ranked.index(name)] if priority[p] != priority[name]]
+        asked = {
+            proc
+            for proc in procs
+            if rr.resources[proc].saturated_time < buf_total
+            and state.projects[name].resource_share > 0
+            and not any(self._can_fetch(state, p, proc) for p in higher)
+        }
+        return FetchChoice(name, self._request(state, rr, asked), "report results")
 
     def _can_fetch(self, state: ClientState, project: str, proc: ProcType) -> bool:
         return state.projects[project].resource_share > 0 and not self.backoff[(project, proc)].is_backed_off(
@@ -169,23 +201,32 @@ class RecPolicy:
         period = prefs.cpu_scheduling_period
         peak = state.host.total_peak_flops
         flops = {r.proc_type: r.flops for r in state.host.resources}
-        runnable = sorted({j.project for j in state.jobs})
+        order = list(state.projects)
+        runnable = sorted({j.project for j in state.jobs}, key=order.index)
         temp_rec = {p: self.rec[p] for p in runnable}
-        rec_sum = sum(temp_rec.values())
-        for proc in state.proc_types:
+        # As the client: the fractions use the sums taken before any job is picked (a REC
+        # sum of zero counts as one), so each pick's bump moves only its own project.
+        rec_sum = sum(temp_rec.values()) or 1.0
+        share_sum = sum(state.projects[p].resource_share for p in runnable)
 
-            def pick(projects: set[str]) -> str:
-                priority = self.priorities(state, sorted(projects), temp_rec)
-                return max(projects, key=lambda p: (priority[p], p))
+        def pick(projects: set[str]) -> str:
+            def priority(p: str) -> float:
+                return project_priority(temp_rec[p], rec_sum, state.projects[p].resource_share, share_sum)
 
-            def bump(job: SimJob) -> None:
-                # About one hour of credit at the job's part of the host's peak speed.
-                temp_rec[job.project] += flops[job.proc_type] * job.usage / peak * rec_sum / 24
+            # The first project in attach order wins a tie.
+            return max(sorted(projects, key=order.index), key=priority)
 
+        def bump(job: SimJob) -> None:
+            # About one hour of credit at the job's part of the host's peak speed.
+            temp_rec[job.project] += flops[job.proc_type] * job.usage / peak * rec_sum / 24
+
+        # Coprocessors first, then the CPU, as the client builds its run list; a job
+        # inside its time slice stays, any other may be preempted at any decision.
+        for proc in sorted(state.proc_types, key=lambda p: p is ProcType.CPU):
             chosen = fill_resource(
                 state,
                 proc,
-                preempt=preempt,
+                preempt=True,
                 keep=lambda j: state.now - j.slice_start < period,
                 urgent=urgent,
                 pick_project=pick,
@@ -197,5 +238,9 @@ class RecPolicy:
         buf_min = max(state.prefs.work_buf_min, MIN_WORK_BUF)
         rr = state.rr_sim(max(state.prefs.work_buf_total, buf_min))
         times = [b.until for b in self.backoff.values()]
-        times += [state.now + o.saturated_time - buf_min for o in rr.resources.values()]
+        times += list(self.report_due.values())
+        # A running job's time slice ends: a waiting job may take its place.
+        times += [j.slice_start + state.prefs.cpu_scheduling_period for j in state.jobs if j.running]
+        # A second after a buffer falls below work_buf_min, where work fetch acts.
+        times += [state.now + o.saturated_time - buf_min + 1.0 for o in rr.resources.values()]
         return backoff_wakeup(times, state.now + 1.0)
