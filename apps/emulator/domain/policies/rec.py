@@ -239,8 +239,10 @@ class RecPolicy:
         rr = state.rr_sim(max(state.prefs.work_buf_total, buf_min))
         times = [b.until for b in self.backoff.values()]
         times += list(self.report_due.values())
-        # A running job's time slice ends: a waiting job may take its place.
-        times += [j.slice_start + state.prefs.cpu_scheduling_period for j in state.jobs if j.running]
+        # A running job's time slice ends while a job of its type waits: it may take its place.
+        waiting = {j.proc_type for j in state.jobs if not j.running}
+        period = state.prefs.cpu_scheduling_period
+        times += [j.slice_start + period for j in state.jobs if j.running and j.proc_type in waiting]
         # A second after a buffer falls below work_buf_min, where work fetch acts.
         times += [state.now + o.saturated_time - buf_min + 1.0 for o in rr.resources.values()]
         return backoff_wakeup(times, state.now + 1.0)
