@@ -5,15 +5,25 @@ of the credit each project's jobs would earn at peak speed, counting a coprocess
 speed relative to the CPU. A project's priority is minus its fraction of the total REC
 divided by its fraction of the resource shares.
 
-Work fetch runs the round-robin simulation and acts only when some resource would go idle
-within ``work_buf_min`` (hysteresis); the highest-priority project that can fetch that
-resource then asks to fill it up to ``work_buf_total``, plus any other resource it is the
-best fetcher for and which is not full. Per-(project, resource) backoff is seed 000's.
+Work fetch follows the client's ``choose_project``: it acts only when some resource would go
+idle within ``work_buf_min`` (hysteresis, checked a second after the buffer falls below it).
+Projects are scanned by priority less their queued work over the full buffer, resources in
+a fixed order (CPU first): a project claims each resource it may ask for until it reaches
+one whose buffer is low; it then asks for that one and for every other resource below
+``work_buf_total`` that no higher project claimed, even one it is backed off from. So a
+project with a new GPU app learns of it as soon as it is asked for anything, not only when
+its GPU backoff ends. A finished job is reported an hour later, and that RPC also asks for
+each resource below the full buffer that no strictly higher project could be asked for. A
+type asked for and not got is backed off unless it already was: the interval doubles from
+10 minutes to a day, the wait is 0.5 to 1.5 times the interval.
 
-Scheduling, per resource type: jobs in deadline danger first (earliest deadline), jobs in
-an unfinished time slice stay, then jobs are taken one at a time from the highest-priority
-project, each pick raising that project's temporary REC by about an hour of the host's
-credit scaled by the job's part of the host's peak speed, which interleaves projects.
+Scheduling: coprocessors first, then the CPU; per resource type, jobs in deadline danger
+first (earliest deadline), then running jobs inside their own time slice, then jobs taken
+one at a time from the highest-priority project (the first in attach order on a tie). Each
+pick raises that project's temporary REC by about an hour of the host's credit scaled by
+the job's part of the host's peak speed, against sums taken before the first pick (a zero
+REC sum counts as one), which interleaves projects. Any job past its time slice may be
+preempted at any decision.
 
 Not modelled: max_concurrent, GPU exclusions, the one-second first-contact request, the
 zero-share project's one-instance fetch, and the ``fetchable_share`` term of
