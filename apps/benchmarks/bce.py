@@ -57,8 +57,15 @@ static FILE* cmp_usage_file = 0;
 static void cmp_read_holds(const char* prefix) {
     char path[1024], name[256];
     double t;
-    snprintf(path, sizeof(path), "%sapp_hold.txt", prefix);
+    unsigned int seed;
+    snprintf(path, sizeof(path), "%sseed.txt", prefix);
     FILE* f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%u", &seed) == 1) srand(seed);
+        fclose(f);
+    }
+    snprintf(path, sizeof(path), "%sapp_hold.txt", prefix);
+    f = fopen(path, "r");
     if (!f) return;
     while (fscanf(f, "%255s %lf", name, &t) == 2) cmp_hold[name] = t;
     fclose(f);
@@ -342,14 +349,17 @@ class DailyUsage:
         return used / (self.ninstances[proc] * DAY * (last_day - first_day))
 
 
-def run_bce(binary: Path, scenario: Scenario, work_dir: Path, delta: float = 60.0) -> DailyUsage:
-    """Run BCE on the scenario in ``work_dir``; its daily usage."""
+def run_bce(
+    binary: Path, scenario: Scenario, work_dir: Path, delta: float = 60.0, seed: int = 1
+) -> DailyUsage:
+    """Run BCE on the scenario in ``work_dir`` with the random seed; its daily usage."""
     if work_dir.exists():
         shutil.rmtree(work_dir)
     inputs = work_dir / "in"
     outputs = work_dir / "out"
     outputs.mkdir(parents=True)
     write_inputs(scenario, inputs)
+    (inputs / "seed.txt").write_text(f"{seed}\n")
     cmd = [
         str(binary),
         "--infile_prefix",
@@ -363,6 +373,30 @@ def run_bce(binary: Path, scenario: Scenario, work_dir: Path, delta: float = 60.
     ]
     _run(cmd, work_dir)
     return read_usage(outputs / "usage.dat", scenario)
+
+
+def mean_usage(runs: list[DailyUsage]) -> DailyUsage:
+    """The day-by-day mean of several runs of one scenario (with different random seeds)."""
+    seconds: dict[tuple[int, str, ProcType], float] = {}
+    for run in runs:
+        for key, value in run.seconds.items():
+            seconds[key] = seconds.get(key, 0.0) + value / len(runs)
+    return DailyUsage(runs[0].ninstances, seconds)
+
+
+def report_usage(report: SimulationReport, scenario: Scenario) -> DailyUsage:
+    """An emulator run's usage, day by day, in the form BCE's is read."""
+    seconds = {
+        (day, project.name, rsc.proc_type): report.share(
+            project.name, rsc.proc_type, start=day * DAY, end=(day + 1) * DAY
+        )
+        * rsc.ninstances
+        * DAY
+        for day in range(days(scenario))
+        for project in scenario.projects
+        for rsc in scenario.host.resources
+    }
+    return DailyUsage({r.proc_type: r.ninstances for r in scenario.host.resources}, seconds)
 
 
 def read_usage(path: Path, scenario: Scenario) -> DailyUsage:
@@ -462,7 +496,7 @@ class ShareRow:
 def compare(
     scenario: Scenario,
     bce_usage: DailyUsage,
-    report: SimulationReport,
+    rec_usage: DailyUsage,
     year_days: int,
 ) -> list[ShareRow]:
     """Per-window, per-project, per-resource shares of BCE and the ``rec`` policy."""
@@ -477,7 +511,7 @@ def compare(
                         project.name,
                         proc,
                         bce_usage.share(project.name, proc, window.first, window.last),
-                        report.share(project.name, proc, start=window.first * DAY, end=window.last * DAY),
+                        rec_usage.share(project.name, proc, window.first, window.last),
                     )
                 )
     return rows

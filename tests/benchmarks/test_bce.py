@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.benchmarks.bce import BceError, comparison_windows, patch_sim_source, shorten_year, write_inputs
-from apps.emulator.domain import load_scenario
+from apps.benchmarks.bce import (
+    BceError,
+    DailyUsage,
+    comparison_windows,
+    mean_usage,
+    patch_sim_source,
+    report_usage,
+    shorten_year,
+    write_inputs,
+)
+from apps.core.domain.resources import ProcType
+from apps.emulator.domain import load_scenario, run_scenario
 from apps.emulator.domain.model import DAY
 
 # The lines of client/sim.cpp the patch anchors to, in their order there.
@@ -82,3 +93,17 @@ def test_windows_of_a_scenario_without_phases_start_at_day_zero() -> None:
 def test_command_refuses_a_directory_that_is_no_boinc_checkout(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="not a BOINC source checkout"):
         call_command("compare_bce", "--boinc-src", str(tmp_path), "--work-dir", str(tmp_path / "w"))
+
+
+def test_mean_of_runs_averages_each_day() -> None:
+    runs = [DailyUsage({ProcType.CPU: 1}, {(0, "A", ProcType.CPU): secs}) for secs in (DAY, 0.0)]
+    assert mean_usage(runs).share("A", ProcType.CPU, 0, 1) == 0.5
+
+
+def test_emulator_usage_by_day_gives_the_reports_shares() -> None:
+    scenario = load_scenario("example1_gpu_sharing")
+    report = run_scenario(scenario, "rec", days=3)
+    usage = report_usage(report, replace(scenario, duration=3 * DAY))
+    assert usage.share("A", ProcType.NVIDIA, 1, 3) == pytest.approx(
+        report.share("A", ProcType.NVIDIA, start=DAY, end=3 * DAY)
+    )

@@ -13,6 +13,7 @@ the scenario as written; ``scaled`` shortens its year-long first phase (``--year
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--size", choices=["full", "scaled", "both"], default="both")
         parser.add_argument("--year-days", type=int, default=20, help="the first phase's length when scaled")
         parser.add_argument("--delta", type=float, default=60.0, help="BCE's time step in seconds")
+        parser.add_argument(
+            "--seeds", type=int, default=1, help="average this many runs of each with different random seeds"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         names = opts["scenario"] or SCENARIOS
@@ -48,6 +52,8 @@ class Command(BaseCommand):
             raise CommandError(f"unknown scenario: {', '.join(unknown)}")
         if opts["year_days"] < 1:
             raise CommandError("--year-days must be at least 1")
+        if opts["seeds"] < 1:
+            raise CommandError("--seeds must be at least 1")
         work = Path(opts["work_dir"]).resolve()
         try:
             binary = bce.build_bce(Path(opts["boinc_src"]).resolve(), work / "build")
@@ -62,12 +68,17 @@ class Command(BaseCommand):
                     scenario = bce.shorten_year(scenario, opts["year_days"])
                     year = opts["year_days"]
                 started = time.perf_counter()
-                try:
-                    usage = bce.run_bce(binary, scenario, work / f"{scenario.name}-{size}", opts["delta"])
-                except bce.BceError as exc:
-                    raise CommandError(str(exc)) from exc
-                report = run_scenario(scenario, "rec")
-                rows = bce.compare(scenario, usage, report, year)
-                self.stdout.write(f"\n{scenario.name} ({size}, {bce.days(scenario)} days)\n")
+                bce_runs, rec_runs = [], []
+                for k in range(opts["seeds"]):
+                    run_dir = work / f"{scenario.name}-{size}" / f"seed{k + 1}"
+                    try:
+                        bce_runs.append(bce.run_bce(binary, scenario, run_dir, opts["delta"], seed=k + 1))
+                    except bce.BceError as exc:
+                        raise CommandError(str(exc)) from exc
+                    seeded = replace(scenario, seed=scenario.seed + k)
+                    rec_runs.append(bce.report_usage(run_scenario(seeded, "rec"), seeded))
+                rows = bce.compare(scenario, bce.mean_usage(bce_runs), bce.mean_usage(rec_runs), year)
+                runs = f", mean of {opts['seeds']} seeds" if opts["seeds"] > 1 else ""
+                self.stdout.write(f"\n{scenario.name} ({size}, {bce.days(scenario)} days{runs})\n")
                 self.stdout.write(bce.format_rows(rows) + "\n")
                 self.stderr.write(f"{scenario.name} {size}: {time.perf_counter() - started:.1f} s")
