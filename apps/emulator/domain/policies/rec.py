@@ -113,7 +113,8 @@ class RecPolicy:
             # The fetch priority also counts the work already queued for the project.
             queued = sum(max(j.fpops_est - j.done_fpops, 0.0) for j in state.jobs if j.project == name)
             priority[name] -= queued / (buf_total * peak)
-        ranked = sorted(names, key=lambda p: (-priority[p], p))
+        # Stable: projects of equal priority keep their attach order.
+        ranked = sorted(names, key=lambda p: -priority[p])
         due = sorted((t, p) for p, t in self.report_due.items() if t <= state.now)
         if due:
             return self._report(state, rr, procs, ranked, priority, due[0][1], buf_total)
