@@ -251,53 +251,54 @@ def write_inputs(scenario: Scenario, directory: Path) -> None:
 
 def _project_xml(scenario: Scenario, name: str, holds: list[tuple[str, float]]) -> str:
     project = scenario.project(name)
+    if project.queued_jobs and project.attach_at > 0:
+        # BCE has every project from the start: its queue would run before the attach time.
+        raise BceError(f"BCE input: project {name} is attached later and has queued jobs")
     index = _rsc_index(scenario)
-    url = f"http://{name.lower()}.example/"
     parts = [
         "<project>",
-        f"<master_url>{escape(url)}</master_url><project_name>{escape(name)}</project_name>",
+        f"<master_url>http://{escape(name.lower())}.example/</master_url>",
+        f"<project_name>{escape(name)}</project_name>",
         f"<resource_share>{project.resource_share:.6g}</resource_share>",
         "</project>",
     ]
-    version = 1
-    apps = [
-        (app.name, app.fpops_est, app.fpops_stdev, app.latency_bound, app.weight, app.versions)
-        for app in project.apps
-    ]
-    for app_name, fpops_est, stdev, latency, weight, versions in apps:
-        parts.append(_app_xml(url, app_name, fpops_est, stdev, latency, weight))
-        for spec in versions:
-            parts.append(_version_xml(url, app_name, version, spec.proc_type, spec.usage, scenario, index))
-            version += 1
+    version = 0
     for app in project.apps:
+        parts.append(_app_xml(app.name, app.fpops_est, app.fpops_stdev, app.latency_bound, app.weight))
+        for spec in app.versions:
+            version += 1
+            parts.append(_version_xml(app.name, version, spec.proc_type, spec.usage, scenario, index))
         start = max(app.available_from, project.attach_at)
         if start > 0:
             holds.append((app.name, start))
+    # A queued job's app is one the server never sends again.
+    queued_versions: dict[str, int] = {}
     for n, job in enumerate(project.queued_jobs):
-        # The job's own app: the server never sends another one of it.
         app_name = f"{job.app}_queued" if any(a.name == job.app for a in project.apps) else job.app
-        if app_name not in {h[0] for h in holds}:
-            parts.append(_app_xml(url, app_name, job.fpops, 0.0, job.deadline, 1.0))
-            parts.append(_version_xml(url, app_name, version, job.proc_type, job.usage, scenario, index))
+        if app_name not in queued_versions:
+            version += 1
+            queued_versions[app_name] = version
+            parts.append(_app_xml(app_name, job.fpops, 0.0, job.deadline, 1.0))
+            parts.append(_version_xml(app_name, version, job.proc_type, job.usage, scenario, index))
             holds.append((app_name, NEVER))
+        job_version = queued_versions[app_name]
         job_name = f"{name}_queued_{n}"
         parts.append(
-            f"<workunit><name>{job_name}</name><app_name>{app_name}</app_name><version_num>{version}</version_num>"
-            f"<rsc_fpops_est>{job.fpops:.6g}</rsc_fpops_est><rsc_fpops_bound>{job.fpops * 10:.6g}</rsc_fpops_bound>"
-            "</workunit>"
+            f"<workunit><name>{job_name}</name><app_name>{app_name}</app_name>"
+            f"<version_num>{job_version}</version_num><rsc_fpops_est>{job.fpops:.6g}</rsc_fpops_est>"
+            f"<rsc_fpops_bound>{job.fpops * 10:.6g}</rsc_fpops_bound></workunit>"
         )
         parts.append(
-            f"<result><name>{job_name}</name><wu_name>{job_name}</wu_name><version_num>{version}</version_num>"
+            f"<result><name>{job_name}</name><wu_name>{job_name}</wu_name><version_num>{job_version}</version_num>"
             f"<platform>client simulator</platform><state>2</state>"
             f"<received_time>{START_TIME:.0f}</received_time>"
-            f"<report_deadline>{START_TIME + project.attach_at + job.deadline:.0f}</report_deadline></result>"
+            f"<report_deadline>{START_TIME + job.deadline:.0f}</report_deadline></result>"
         )
-        version += 1
     # BCE reads apps, versions and jobs after their project, in the project's scope.
     return "\n".join(parts)
 
 
-def _app_xml(url: str, name: str, fpops_est: float, stdev: float, latency: float, weight: float) -> str:
+def _app_xml(name: str, fpops_est: float, stdev: float, latency: float, weight: float) -> str:
     return (
         f"<app><name>{escape(name)}</name><latency_bound>{latency:.6g}</latency_bound>"
         f"<fpops_est>{fpops_est:.6g}</fpops_est><fpops><mean>{fpops_est:.6g}</mean>"
@@ -306,7 +307,6 @@ def _app_xml(url: str, name: str, fpops_est: float, stdev: float, latency: float
 
 
 def _version_xml(
-    url: str,
     app: str,
     version: int,
     proc: ProcType,

@@ -107,3 +107,10 @@ def test_emulator_usage_by_day_gives_the_reports_shares() -> None:
     assert usage.share("A", ProcType.NVIDIA, 1, 3) == pytest.approx(
         report.share("A", ProcType.NVIDIA, start=DAY, end=3 * DAY)
     )
+
+
+def test_inputs_refuse_queued_jobs_of_a_project_attached_later(tmp_path: Path) -> None:
+    scenario = load_scenario("example2_high_priority")
+    later = replace(scenario, projects=(replace(scenario.projects[0], attach_at=DAY), scenario.projects[1]))
+    with pytest.raises(BceError, match="attached later and has queued jobs"):
+        write_inputs(later, tmp_path)
