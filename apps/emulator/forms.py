@@ -8,7 +8,15 @@ from apps.emulator.domain import PolicyName, ScenarioError, load_scenario
 from apps.emulator.models import Scenario
 
 ALL = "all"
-POLICY_CHOICES = [(ALL, "All three side by side"), *((p.value, p.value) for p in PolicyName)]
+POLICY_MODELS = {
+    PolicyName.V4: "the 4.x client: CPU only, debt scheduling and work fetch by ETTPRC",
+    PolicyName.V6_GPU: "the GPU work-fetch design: per-resource debt and backoff, major and minor shortfall",
+    PolicyName.REC: "today's client (recent estimated credit), checked against BOINC's own client emulator",
+}
+POLICY_CHOICES = [
+    (ALL, "All three side by side"),
+    *((p.value, f"{p.value}: {POLICY_MODELS[p]}") for p in PolicyName),
+]
 
 
 class ScenarioForm(forms.ModelForm):
@@ -29,7 +37,12 @@ class ScenarioForm(forms.ModelForm):
 
 
 class RunForm(forms.Form):
-    policy = forms.ChoiceField(choices=POLICY_CHOICES, initial=ALL)
+    policy = forms.ChoiceField(
+        choices=POLICY_CHOICES,
+        initial=ALL,
+        help_text="Each policy models one BOINC client; see the emulator documentation for how "
+        "each was checked.",
+    )
     days = forms.FloatField(
         required=False,
         min_value=0.01,

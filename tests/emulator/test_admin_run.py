@@ -114,3 +114,13 @@ def test_run_page_of_a_stored_run_shows_its_chart(admin_client, scenario) -> Non
     (run,) = scenario_run(scenario=scenario, policies=[PolicyName.REC], days=1)
     response = admin_client.get(f"/admin/emulator/emulationrun/{run.pk}/change/")
     assert "<svg" in response.content.decode()
+
+
+def test_run_page_says_which_client_each_policy_models(admin_client, scenario) -> None:
+    content = admin_client.get(f"/admin/emulator/scenario/{scenario.pk}/run/").content.decode()
+    assert "v4: the 4.x client" in content
+    assert "v6-gpu: the GPU work-fetch design" in content
+    assert (
+        "rec: today&#x27;s client (recent estimated credit), checked against BOINC&#x27;s own client emulator"
+        in content
+    )

@@ -168,7 +168,8 @@ def test_v6_gpu_example2_new_project_shares_cpu_from_its_first_day() -> None:
 
     B, owed a year by A, sat at the one-day short-term-debt clamp; once A's job ends B is
     alone with work and back at mean zero, where C joins it. (rec does not meet this: its
-    hysteresis fetches C's first job only when B's buffer runs low, a day later.)
+    hysteresis fetches C's first job only when B's day-long job is nearly done, so C has 10%
+    of that first day, as in BOINC's own client emulator.)
     """
     report = _run("example2_new_project", "v6-gpu")
     shares = (
@@ -196,8 +197,9 @@ def test_v6_gpu_example3_stays_even() -> None:
 def test_rec_example3_b_catches_up_on_the_gpu_first() -> None:
     """Today's client misses "immediately 50/50": B's REC is lower, so B has the GPU first.
 
-    B finds its new app when its one-day GPU backoff ends, then has the GPU alone for
-    about nine days, until its REC reaches A's.
+    B finds its new app at its next request for any resource (its backoffs, up to a day and
+    a half, decide when), then has the GPU alone for about nine days, until its REC reaches
+    A's, as in BOINC's own client emulator.
     """
     report = _run("example3_new_gpu_app", "rec")
     assert report.share("B", GPU, start=YEAR + DAY, end=YEAR + 5 * DAY) > 0.75

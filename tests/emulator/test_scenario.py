@@ -33,6 +33,7 @@ def test_bundled_scenarios_are_the_seed_examples_and_the_benchmark() -> None:
         "example3_new_gpu_app",
         "example3_with_cpu_work",
         "three_projects_100_jobs",
+        "two_projects_cpu_only",
     ]
 
 

@@ -54,14 +54,17 @@ def backoff_after_no_work(
     u: float,
     min_interval: float = MIN_BACKOFF_INTERVAL,
     max_interval: float = MAX_BACKOFF_INTERVAL,
+    max_delay: float | None = None,
 ) -> Backoff:
     """Double the interval (from ``min_interval``, capped) and back off for a randomised delay.
 
-    ``u`` is a uniform draw in [0, 1) supplied by the caller so the function stays pure.
+    ``u`` is a uniform draw in [0, 1) supplied by the caller so the function stays pure. The
+    delay is capped at ``max_delay`` (default ``max_interval``); BOINC's client today lets
+    it reach 1.5 times the interval.
     """
     interval = min_interval if backoff.interval <= 0 else 2 * backoff.interval
     interval = min(max(interval, min_interval), max_interval)
-    delay = min(interval * (0.5 + u), max_interval)
+    delay = min(interval * (0.5 + u), max_interval if max_delay is None else max_delay)
     return Backoff(interval=interval, until=now + delay)
 
 
