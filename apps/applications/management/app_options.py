@@ -15,6 +15,11 @@ APP_OPTIONS: list[tuple[str, type, str]] = [
     ("max_total_results", int, "results before the workunit fails"),
     ("max_success_results", int, "successful results without consensus before the workunit fails"),
     ("delay_bound", float, "seconds a host has to return a result"),
+    ("validator", str, "bitwise, tolerant_numeric, trivial, or DOTTED.PATH of your validator"),
+    ("init_script", str, '"CMD ARGS" checking one result (script validator; exit 0 = valid)'),
+    ("compare_script", str, '"CMD ARGS" comparing two results (script validator; exit 0 = equivalent)'),
+    ("assimilate_script", str, '"CMD ARGS" run for each finished workunit (script assimilator)'),
+    ("assimilator", str, "DOTTED.PATH of an assimilator hook"),
 ]
 
 
