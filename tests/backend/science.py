@@ -44,7 +44,9 @@ class Largest:
     init_result = NumberValidator.init_result
     compare_results = NumberValidator.compare_results
 
-    def check_set(self, results: list[tuple[ResultOutput, Any]], min_quorum: int) -> tuple[int, list[int]] | None:
+    def check_set(
+        self, results: list[tuple[ResultOutput, Any]], min_quorum: int
+    ) -> tuple[int, list[int]] | None:
         if len(results) < min_quorum:
             return None
         best = max(results, key=lambda pair: pair[1])[0]

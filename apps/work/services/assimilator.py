@@ -147,6 +147,9 @@ def assimilate_hook_for(dotted_path: str) -> AssimilateHook:
     return import_string(dotted_path)  # type: ignore[no-any-return]
 
 
+ASSIMILATE_KEYWORDS = ("files", "files2", "wu_id", "wu_name", "result_id", "runtime", "batch_id")
+
+
 def script_assimilate(
     command: str,
     output_files: Callable[[Workunit], list[tuple[Path, str]]],
@@ -163,14 +166,9 @@ def script_assimilate(
     crash or a timeout raises ScriptFailed: the workunit is retried later."""
     words = command_words(command)
     if canonical_result is None:
-        argv = [
-            *words,
-            "--error",
-            str(workunit.error_mask),
-            workunit.name,
-            str(workunit.id),
-            str(workunit.batch),
-        ]
+        # The program and its own arguments; the keywords name a canonical result it has not.
+        argv = [w for w in words if w not in ASSIMILATE_KEYWORDS]
+        argv += ["--error", str(workunit.error_mask), workunit.name, str(workunit.id), str(workunit.batch)]
     else:
         files = output_files(workunit)
         values = {
