@@ -12,7 +12,14 @@ import pytest
 from apps.hosts.models import HostAppVersion
 from apps.work.domain.states import AssimilateState, ErrorMask, Outcome, ValidateState
 from apps.work.models import Workunit
-from apps.work.services import scripts, workunits_assimilate, workunits_transition, workunits_validate
+from apps.work.services import (
+    comparisons,
+    scripts,
+    validator,
+    workunits_assimilate,
+    workunits_transition,
+    workunits_validate,
+)
 from apps.work.services.claims import CLAIM_LEASE
 from tests.backend import science
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
@@ -142,6 +149,28 @@ def test_script_validator_passes_the_keywords(project, script_app, version, host
     assert (tmp_path / "compare.log").read_text().splitlines() == [
         f"{path} {first.id} 100.000000 {path2} {second.id} 101.000000"
     ]
+
+
+def test_the_scripts_run_before_the_batch_locks_its_rows(
+    project, script_app, version, hosts, now, monkeypatch
+):
+    """A script may take long: the scheduler RPCs of the batch's hosts must not wait for it."""
+    events = []
+    run, lock = scripts.script_run, validator.host_app_versions_lock_for_workunits
+
+    def script_run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("script")
+        return run(*args, **kwargs)
+
+    def locked(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("lock")
+        return lock(*args, **kwargs)
+
+    monkeypatch.setattr(comparisons, "script_run", script_run)
+    monkeypatch.setattr(validator, "host_app_versions_lock_for_workunits", locked)
+    wu = _validated(project, script_app, version, hosts, now, [b"1.0", b"1.0"])
+    assert _states(wu) == [VALID, VALID]
+    assert events == ["script", "script", "script", "lock"]  # two inits and one comparison, then the lock
 
 
 def test_a_command_of_the_program_alone_gets_the_file_paths(project, app, version, hosts, now, tmp_path):

@@ -12,8 +12,9 @@ One pass:
    canonical results' uploaded outputs in another.
 3. In one transaction, call the app's hook once per workunit, as BOINC calls
    assimilate_handler (App.assimilator, a dotted path to ``hook(workunit, canonical_result,
-   output_paths)``; by default ``copy_outputs``). A workunit that errored out without a
-   canonical result gets ``None`` and no paths.
+   output_paths)``; by default ``copy_outputs``; with App.assimilate_script, BOINC's script
+   assimilator, ``script_assimilate``). A workunit that errored out without a canonical
+   result gets ``None`` and no paths.
 4. Mark the workunits whose hook returned DONE in one UPDATE (the path the hook returned,
    no retry time or error, and transition_time now so the transitioner decides about file
    deletion, as BOINC's assimilator does), and record the failures in another; both write

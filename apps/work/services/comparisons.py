@@ -58,20 +58,23 @@ Payload = Checked | None  # None: the result is invalid (output missing, or init
 class Comparison:
     """An app's validator, called the way BOINC's validate_util2 calls it.
 
-    ``reads_files`` False (the trivial validator) skips reading the output file list;
-    ``checks_files`` makes a missing output a validate error before the project's
-    ``init_result`` is called (the built-in ones find out as they read)."""
+    ``reads_files`` False (the trivial validator) skips reading the output file list. A
+    project's validator (not ``builtin``) gets only results whose outputs are all there (a
+    missing one is a validate error; the built-in ones find out as they read), and its
+    answers are remembered, so that comparisons made before the batch's locks (a script may
+    take long) are not made again under them."""
 
-    def __init__(self, validator: Any, *, reads_files: bool = True, checks_files: bool = True) -> None:
+    def __init__(self, validator: Any, *, reads_files: bool = True, builtin: bool = False) -> None:
         self._init = validator.init_result
         self._compare = validator.compare_results
         self._check_set = getattr(validator, "check_set", None)
         self._cleanup = getattr(validator, "cleanup_result", None)
         self.reads_files = reads_files
-        self.checks_files = checks_files
+        self.builtin = builtin
+        self._answers: dict[tuple[int, int], bool] = {}
 
     def init(self, result: ResultOutput) -> Payload:
-        if self.checks_files and not all(f.optional or f.path.is_file() for f in result.files):
+        if not self.builtin and not all(f.optional or f.path.is_file() for f in result.files):
             return None
         try:
             return Checked(result, self._init(result))
@@ -86,14 +89,21 @@ class Comparison:
     def compare(self, a: Payload, b: Payload) -> bool:
         if a is None or b is None:
             return False
+        key = (a.result.id, b.result.id)
+        known = self._answers.get(key)
+        if known is not None:
+            return known
         try:
-            return bool(self._compare(a.result, a.data, b.result, b.data))
+            answer = bool(self._compare(a.result, a.data, b.result, b.data))
         except (TransientValidationError, ValidatorFailed):
             raise
         except Exception as exc:
             raise ValidatorFailed(
                 f"compare_results of results {a.result.id}, {b.result.id} raised {exc!r}"
             ) from exc
+        if not self.builtin:
+            self._answers[key] = self._answers[key[::-1]] = answer  # compare_results is symmetric
+        return answer
 
     def choose(self, min_quorum: int) -> Choose | None:
         """The project's ``check_set`` over the readable candidates, if it has one."""
@@ -228,13 +238,13 @@ def comparison_for(app: App) -> Comparison:
     if app.init_script.strip() or app.compare_script.strip():
         return Comparison(ScriptValidator(app.init_script, app.compare_script, app.project.data_dir))
     if app.validator in ("", App.Validator.BITWISE):
-        return Comparison(BitwiseValidator(), checks_files=False)
+        return Comparison(BitwiseValidator(), builtin=True)
     if app.validator == App.Validator.TOLERANT_NUMERIC:
         return Comparison(
-            TolerantNumericValidator(app.validator_rel_tol, app.validator_abs_tol), checks_files=False
+            TolerantNumericValidator(app.validator_rel_tol, app.validator_abs_tol), builtin=True
         )
     if app.validator == App.Validator.TRIVIAL:
-        return Comparison(TrivialValidator(), reads_files=False)
+        return Comparison(TrivialValidator(), reads_files=False, builtin=True)
     try:
         validator = science_object_load(app.validator)
     except Exception as exc:

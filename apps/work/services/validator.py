@@ -8,8 +8,9 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
    (apps.work.services.claims): if this worker dies before it commits, the transitioner
    flags the workunits again then.
 2. Before any lock, read the batch's workunits and results and, for the results each
-   workunit would compare, their outputs from the upload area: the files are read while
-   nothing waits for this batch.
+   workunit would compare, run the app's validator on their outputs (``init_result``, and
+   for a project's own validator the comparisons too: apps.work.services.comparisons):
+   files are read and scripts run while nothing waits for this batch.
 3. In one transaction for the batch: lock the host_app_versions of the results to judge (a
    scheduler RPC locks them before its results and host), then the batch's results (id order,
    as the transitioner does), and read the workunits and their apps again; what is to judge is
@@ -26,9 +27,11 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
    target_nresults, transition_time), one statement per table for the whole batch.
 6. After the commit, a step of a work sequence moves its sequence on (seed 001).
 
-A workunit whose outputs cannot be read now (the upload area unreadable) is left out of its
-batch: need_validate stays off and the transitioner flags it again within 6 hours, as BOINC
-does. If the batch raises, it is rolled back and its workunits are validated again one per
+A workunit whose outputs cannot be read now (the upload area unreadable, or the validator
+says so) is left out of its batch: need_validate stays off and the transitioner flags it
+again within 6 hours, as BOINC does. One whose validator fails (a script that crashes or
+times out, Python code that raises) is left out too, and to its claim's lease: the
+transitioner flags it again when the lease runs out. If the batch raises, it is rolled back and its workunits are validated again one per
 transaction, so one failing workunit never holds up the others; the one that fails again is
 logged, and the transitioner flags it again when the claim's lease runs out. A pass that
 loses its database connection stops, and its process releases the claims it had not
@@ -38,6 +41,7 @@ handled at its next pass (apps.work.services.claims).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -462,6 +466,8 @@ class _Outputs:
             with contextlib.suppress(TransientValidationError):
                 try:
                     payloads.update(payloads_read(app.project, _to_read([j]), comparison, names))
+                    if not comparison.builtin:
+                        _compare_early(j, payloads, comparison)
                 except ValidatorFailed as exc:
                     failed.update((r.id, str(exc)) for r in _to_read([j]))
         return cls(comparison, payloads, failed)
@@ -480,6 +486,20 @@ class _Outputs:
     def cleanup(self) -> None:
         if self.comparison is not None:
             self.comparison.cleanup(list(self.payloads.values()))
+
+
+def _compare_early(j: _Judging, payloads: dict[int, Payload], comparison: Comparison) -> None:
+    """The comparisons the workunit will need, made before the locks (the comparison
+    remembers them): each pair of candidates, or each candidate against the canonical result."""
+    ids = [r.id for r in j.candidates if r.id in payloads]
+    if not j.case_a:
+        pairs = list(itertools.combinations(ids, 2))
+    elif j.canonical is not None and j.canonical.id in payloads:
+        pairs = [(j.canonical.id, i) for i in ids]
+    else:
+        pairs = []
+    for x, y in pairs:
+        comparison.compare(payloads[x], payloads[y])
 
 
 def _to_judge(wu: Workunit, rows: list[Result]) -> _Judging | None:
