@@ -31,9 +31,10 @@ A workunit whose outputs cannot be read now (the upload area unreadable, or the 
 says so) is left out of its batch: need_validate stays off and the transitioner flags it
 again within 6 hours, as BOINC does. One whose validator fails (a script that crashes or
 times out, Python code that raises) is left out too, and to its claim's lease: the
-transitioner flags it again when the lease runs out. If the batch raises, it is rolled back and its workunits are validated again one per
-transaction, so one failing workunit never holds up the others; the one that fails again is
-logged, and the transitioner flags it again when the claim's lease runs out. A pass that
+transitioner flags it again when the lease runs out. If the batch raises, it is rolled back
+and its workunits are validated again one per transaction, so one failing workunit never
+holds up the others; the one that fails again is logged, and the transitioner flags it
+again when the claim's lease runs out. A pass that
 loses its database connection stops, and its process releases the claims it had not
 handled at its next pass (apps.work.services.claims).
 """
@@ -379,13 +380,7 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
             if judging:
                 if outputs.comparison is None:
                     outputs.comparison = comparison_for(wus[0].app)
-                for j in judging:
-                    try:
-                        _plan(j, outputs, now)
-                    except TransientValidationError as exc:
-                        batch.transient[j.wu.id] = str(exc)
-                    except ValidatorFailed as exc:
-                        batch.failed[j.wu.id] = str(exc)
+                _plan_each(judging, outputs, now, batch)
                 judging = [
                     j for j in judging if j.wu.id not in batch.transient and j.wu.id not in batch.failed
                 ]
@@ -396,6 +391,18 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
     finally:
         outputs.cleanup()
     return batch
+
+
+def _plan_each(judging: list[_Judging], outputs: _Outputs, now: datetime, batch: _BatchOutcome) -> None:
+    """Plan each workunit's validation; one that cannot be judged now, or whose validator
+    fails, is noted in ``batch`` and left out."""
+    for j in judging:
+        try:
+            _plan(j, outputs, now)
+        except TransientValidationError as exc:
+            batch.transient[j.wu.id] = str(exc)
+        except ValidatorFailed as exc:
+            batch.failed[j.wu.id] = str(exc)
 
 
 def _judging(wu_ids: Sequence[int]) -> tuple[list[Workunit], list[_Judging]]:
