@@ -8,6 +8,8 @@ from django.core.management import CommandError, call_command
 
 from apps.applications.models import App
 from apps.projects.services import project_create
+from tests.applications.test_app_clean import admin_save
+from tests.factories import AppFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +72,24 @@ def test_update_app_refuses_an_assimilator_and_an_assimilate_script_together(pro
     _update("--assimilate_script", "/srv/bin/store")
     with pytest.raises(CommandError, match="not both"):
         _update("--assimilator", "apps.work.services.assimilator.copy_outputs")
+
+
+def test_admin_refuses_a_validator_without_its_functions(admin_client):
+    app = AppFactory()
+    response = admin_save(admin_client, app, validator="tests.backend.conftest")
+    assert (
+        "validator: &#x27;tests.backend.conftest&#x27; has no function init_result"
+        in response.content.decode()
+    )
+    app.refresh_from_db()
+    assert app.validator == "bitwise"
+
+
+def test_admin_saves_a_script_validator(admin_client):
+    app = AppFactory()
+    response = admin_save(
+        admin_client, app, init_script="/srv/bin/check files", compare_script="cmp files files2"
+    )
+    assert response.status_code == 302
+    app.refresh_from_db()
+    assert (app.init_script, app.compare_script) == ("/srv/bin/check files", "cmp files files2")
