@@ -184,6 +184,20 @@ def test_a_command_of_the_program_alone_gets_the_file_paths(project, app, versio
     assert (tmp_path / "args.log").read_text().splitlines() == [" ".join(paths)]
 
 
+def test_a_result_missing_its_output_is_invalid_without_running_the_scripts(
+    project, script_app, version, hosts, now, tmp_path
+):
+    wu = _reported(project, script_app, version, hosts, now, [b"1.0", b"1.0"])
+    missing = results_of(wu)[1]
+    (project.upload_dir / missing.output_files.get().name).unlink()
+    workunits_validate(project=project, now=now + timedelta(minutes=12))
+    (missing,) = refresh(missing)
+    assert (missing.outcome, missing.validate_state) == (Outcome.VALIDATE_ERROR, INVALID)
+    assert [line.split()[1] for line in (tmp_path / "init.log").read_text().splitlines()] == [
+        str(results_of(wu)[0].id)
+    ]
+
+
 def test_an_invalid_result_counts_against_its_hosts_error_rate(project, script_app, version, hosts, now):
     wu = _reported(project, script_app, version, hosts, now, [b"garbage", b"1.0"])
     hav = HostAppVersion.objects.get(host=hosts[0], app_version=version)

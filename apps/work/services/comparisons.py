@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,8 @@ class Comparison:
 
     ``reads_files`` False (the trivial validator) skips reading the output file list. A
     project's validator (not ``builtin``) gets only results whose outputs are all there (a
-    missing one is a validate error; the built-in ones find out as they read), and its
+    missing one is a validate error; the built-in ones find out as they read), without the
+    optional files the client did not send, and its
     answers are remembered, so that comparisons made before the batch's locks (a script may
     take long) are not made again under them."""
 
@@ -74,8 +75,12 @@ class Comparison:
         self._answers: dict[tuple[int, int], bool] = {}
 
     def init(self, result: ResultOutput) -> Payload:
-        if not self.builtin and not all(f.optional or f.path.is_file() for f in result.files):
-            return None
+        if not self.builtin:
+            present = tuple(f for f in result.files if f.path.is_file())
+            if any(not f.optional for f in result.files if f not in present):
+                return None
+            if len(present) < len(result.files):  # optional files the client did not send
+                result = replace(result, files=present)
         try:
             return Checked(result, self._init(result))
         except InvalidResult as exc:
@@ -89,6 +94,8 @@ class Comparison:
     def compare(self, a: Payload, b: Payload) -> bool:
         if a is None or b is None:
             return False
+        if self.builtin:
+            return self._compare(a.result, a.data, b.result, b.data)  # type: ignore[no-any-return]
         key = (a.result.id, b.result.id)
         known = self._answers.get(key)
         if known is not None:
@@ -101,8 +108,7 @@ class Comparison:
             raise ValidatorFailed(
                 f"compare_results of results {a.result.id}, {b.result.id} raised {exc!r}"
             ) from exc
-        if not self.builtin:
-            self._answers[key] = self._answers[key[::-1]] = answer  # compare_results is symmetric
+        self._answers[key] = self._answers[key[::-1]] = answer  # compare_results is symmetric
         return answer
 
     def choose(self, min_quorum: int) -> Choose | None:
