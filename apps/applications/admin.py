@@ -127,7 +127,17 @@ class AppAdmin(admin.ModelAdmin):
         ),
         (
             "Validation and assimilation",
-            {"fields": ["validator", "validator_rel_tol", "validator_abs_tol", "assimilator"]},
+            {
+                "fields": [
+                    "validator",
+                    "validator_rel_tol",
+                    "validator_abs_tol",
+                    "init_script",
+                    "compare_script",
+                    "assimilator",
+                    "assimilate_script",
+                ]
+            },
         ),
         (
             "Work sequences (seed 001)",

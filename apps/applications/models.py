@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import cast
+import importlib
+import shlex
+from typing import Any, cast
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -96,14 +98,46 @@ class App(models.Model):
     )
     max_granted_credit = models.FloatField(default=0, help_text="0 = no cap; BOINC's default is 7.3e7")
 
-    # Validation and assimilation.
-    validator = models.CharField(max_length=20, choices=Validator.choices, default=Validator.BITWISE)
+    # Validation and assimilation (docs/admin-guide.md, "Your science code").
+    validator = models.CharField(
+        max_length=200,
+        default=Validator.BITWISE,
+        help_text=(
+            "bitwise, tolerant_numeric, trivial, or the dotted path of your own validator "
+            "(a module or object with init_result and compare_results)."
+        ),
+    )
     validator_rel_tol = models.FloatField(default=1e-6)
     validator_abs_tol = models.FloatField(default=0)
+    init_script = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text=(
+            'Script validator: command checking one result, e.g. "/srv/bin/check files runtime"; '
+            "exit 0 = valid. Keywords: files, result_id, runtime. Used instead of the validator."
+        ),
+    )
+    compare_script = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text=(
+            "Script validator: command comparing two results; exit 0 = equivalent. Keywords: "
+            "files, result_id, runtime, files2, result_id2, runtime2."
+        ),
+    )
     assimilator = models.CharField(
         max_length=200,
         blank=True,
         help_text="Dotted path of a hook; empty = copy outputs to the results area.",
+    )
+    assimilate_script = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text=(
+            "Script assimilator: command run for each finished workunit. Keywords: files, files2, "
+            "wu_id, wu_name, result_id, runtime, batch_id; a failed workunit: CMD --error N wu_name "
+            "wu_id batch_id."
+        ),
     )
 
     # Work sequences (seed 001).
@@ -156,19 +190,33 @@ class App(models.Model):
         errors += [f"Project preferences: {p}" for p in parse_pref_fields(self.prefs_fields)[1]]
         if self.adaptive_replication and self.target_nresults < 2:
             errors.append("adaptive_replication needs target_nresults of at least 2 (the replicated count)")
-        stored = (
-            App.objects.filter(pk=self.pk).values("assimilator", "sequence_hook").first() if self.pk else None
-        )
-        for field in ("assimilator", "sequence_hook"):
+        errors += self._science_code_problems()
+        if errors:
+            raise ValidationError(errors)
+
+    def _science_code_problems(self) -> list[str]:
+        """Hooks and validators that do not import, commands that do not split into words."""
+        checks = {
+            "assimilator": hook_import_problem,
+            "sequence_hook": hook_import_problem,
+            "validator": validator_import_problem,
+            "init_script": command_problem,
+            "compare_script": command_problem,
+            "assimilate_script": command_problem,
+        }
+        stored = App.objects.filter(pk=self.pk).values(*checks).first() if self.pk else None
+        errors = []
+        for field, check in checks.items():
             # Only a hook being set or changed: an app whose hook lives on the worker machines
             # alone must still be editable (its quorum, say) from the web process.
             if stored is not None and stored[field] == getattr(self, field):
                 continue
-            message = hook_import_problem(getattr(self, field))
+            message = check(getattr(self, field))
             if message:
                 errors.append(f"{field}: {message}")
-        if errors:
-            raise ValidationError(errors)
+        if self.assimilator and self.assimilate_script.strip():
+            errors.append("Give an assimilator or an assimilate_script, not both.")
+        return errors
 
     def _fails_own_validators(self, field: str) -> bool:
         """A value its field's validators refuse is reported by clean_fields already."""
@@ -203,6 +251,49 @@ def hook_import_problem(dotted_path: str) -> str | None:
     if not callable(hook):
         return f"{dotted_path!r} is not a function"
     return None
+
+
+def science_object_load(dotted_path: str) -> Any:
+    """A project's module, or an object in one, by its dotted path."""
+    try:
+        return importlib.import_module(dotted_path)
+    except ModuleNotFoundError as exc:
+        if exc.name != dotted_path:
+            raise  # the module exists, or its parent does not: the error says which
+    return import_string(dotted_path)
+
+
+VALIDATOR_FUNCTIONS = ("init_result", "compare_results")
+VALIDATOR_OPTIONAL = ("check_set", "cleanup_result")
+
+
+def validator_import_problem(name: str) -> str | None:
+    """Why App.validator would not load (a built-in name, or a dotted path to a module or
+    object with the validate_util2 functions), or None."""
+    if name in App.Validator.values:
+        return None
+    if not name:
+        return "give bitwise, tolerant_numeric, trivial or a dotted path"
+    try:
+        validator = science_object_load(name)
+    except Exception as exc:  # ImportError, or anything the module raises while importing
+        return f"cannot import {name!r} ({exc})"
+    missing = [f for f in VALIDATOR_FUNCTIONS if not callable(getattr(validator, f, None))]
+    wrong = [f for f in VALIDATOR_OPTIONAL if hasattr(validator, f) and not callable(getattr(validator, f))]
+    if missing or wrong:
+        return f"{name!r} has no function {', '.join(missing + wrong)} (a validator needs init_result and compare_results)"
+    return None
+
+
+def command_problem(command: str) -> str | None:
+    """Why a configured command cannot be split into words, or None (empty: not configured)."""
+    if not command.strip():
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        return f"cannot split {command!r} into words ({exc})"
+    return None if words else "the command is empty"
 
 
 class PlanClass(models.Model):

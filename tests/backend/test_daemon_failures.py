@@ -20,24 +20,14 @@ from apps.work.services import (
     workunits_validate,
 )
 from apps.work.services import create as create_module
-from apps.work.services.comparisons import COMPARISONS, Comparison
 from tests.backend.conftest import make_wu, refresh, report, results_of, send
 
 
 @pytest.fixture
 def broken_comparison(app):
-    """An app whose comparison raises for outputs starting with b"boom" (a buggy validator)."""
-
-    def compare(a, b):
-        if a and a[0].startswith(b"boom"):
-            raise ValueError("validator bug")
-        return a == b
-
-    COMPARISONS["test-broken"] = lambda _app: Comparison(compare)
-    app.validator = "test-broken"
+    """An app whose validator raises for outputs starting with b"boom" (a buggy validator)."""
+    app.validator = "tests.backend.science"
     app.save()
-    yield
-    del COMPARISONS["test-broken"]
 
 
 def reported_wu(project, app, version, hosts, now, name: str, output: bytes):

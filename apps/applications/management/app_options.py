@@ -26,6 +26,11 @@ APP_OPTIONS: list[tuple[str, Callable[[str], Any], str]] = [
     ("max_success_results", int, "successful results without consensus before the workunit fails"),
     ("delay_bound", float, "seconds a host has to return a result"),
     ("adaptive_replication", flag, "1: one result per workunit on trusted hosts, min_quorum on others"),
+    ("validator", str, "bitwise, tolerant_numeric, trivial, or DOTTED.PATH of your validator"),
+    ("init_script", str, '"CMD ARGS" checking one result (script validator; exit 0 = valid)'),
+    ("compare_script", str, '"CMD ARGS" comparing two results (script validator; exit 0 = equivalent)'),
+    ("assimilate_script", str, '"CMD ARGS" run for each finished workunit (script assimilator)'),
+    ("assimilator", str, "DOTTED.PATH of an assimilator hook"),
 ]
 
 

@@ -84,6 +84,8 @@ class ValidationPlan:
 
 Compare = Callable[[P, P], bool]
 Init = Callable[[ValidationCandidate[P]], bool]
+# A project's own check_set over the readable candidates: (canonical id or None, valid ids).
+Choose = Callable[[Sequence[ValidationCandidate[P]]], tuple[int | None, Sequence[int]]]
 
 
 def _readable(
@@ -107,16 +109,20 @@ def check_set(
     min_quorum: int,
     compare: Compare[P],
     init: Init[P] | None = None,
+    choose: Choose[P] | None = None,
 ) -> CheckSetOutcome:
     """Case B: find a canonical result among the viable ``results`` (SUCCESS, INIT/INCONCLUSIVE).
 
     Unreadable results get VALIDATE_ERROR. The first result (in the given order) that agrees
     with at least ``min_quorum`` readable results (itself included) becomes canonical; those
     that agree with it become VALID and the rest INVALID. Without consensus every readable
-    result is INCONCLUSIVE.
+    result is INCONCLUSIVE. ``choose`` (a project's check_set) replaces the search: it names
+    the canonical result and the valid ones, or None.
     """
     good, bad = _readable(results, init)
     new_states = {r_id: ValidateState.INVALID for r_id in bad}
+    if choose is not None:
+        return _chosen(results, good, bad, new_states, choose)
     agree: dict[tuple[int, int], bool] = {}
 
     def same(i: int, j: int) -> bool:
@@ -136,6 +142,29 @@ def check_set(
                 break
     if canonical is None:
         new_states.update((r.id, ValidateState.INCONCLUSIVE) for r in good)
+    return CheckSetOutcome(
+        canonical_result_id=canonical,
+        validate_states=_state_changes(results, new_states),
+        validate_error_result_ids=bad,
+        n_viable=len(good),
+    )
+
+
+def _chosen(
+    results: Sequence[ValidationCandidate[P]],
+    good: list[ValidationCandidate[P]],
+    bad: tuple[int, ...],
+    new_states: dict[int, ValidateState],
+    choose: Choose[P],
+) -> CheckSetOutcome:
+    canonical, valid_ids = choose(good) if good else (None, ())
+    if canonical is None:
+        new_states.update((r.id, ValidateState.INCONCLUSIVE) for r in good)
+    else:
+        valid = {canonical, *valid_ids}
+        new_states.update(
+            (r.id, ValidateState.VALID if r.id in valid else ValidateState.INVALID) for r in good
+        )
     return CheckSetOutcome(
         canonical_result_id=canonical,
         validate_states=_state_changes(results, new_states),
@@ -175,6 +204,7 @@ def plan_validation(
     now: float,
     init: Init[P] | None = None,
     canonical: ValidationCandidate[P] | None = None,
+    choose: Choose[P] | None = None,
 ) -> ValidationPlan:
     """One validator pass over ``wu``: case A when ``wu`` has a canonical result, else case B.
 
@@ -188,7 +218,7 @@ def plan_validation(
         retry = int(now) if outcome.validate_error_result_ids else None
         return ValidationPlan(wu.id, outcome, transition_time=_lowered(retry, wu.transition_time))
 
-    outcome = check_set(results, min_quorum=wu.min_quorum, compare=compare, init=init)
+    outcome = check_set(results, min_quorum=wu.min_quorum, compare=compare, init=init, choose=choose)
     if outcome.canonical_result_id is not None:
         # Not transitioning now is deliberate: the transitioner racing the validator's writes
         # is the race BOINC avoids the same way.

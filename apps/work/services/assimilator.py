@@ -12,8 +12,9 @@ One pass:
    canonical results' uploaded outputs in another.
 3. In one transaction, call the app's hook once per workunit, as BOINC calls
    assimilate_handler (App.assimilator, a dotted path to ``hook(workunit, canonical_result,
-   output_paths)``; by default ``copy_outputs``). A workunit that errored out without a
-   canonical result gets ``None`` and no paths.
+   output_paths)``; by default ``copy_outputs``; with App.assimilate_script, BOINC's script
+   assimilator, ``script_assimilate``). A workunit that errored out without a canonical
+   result gets ``None`` and no paths.
 4. Mark the workunits whose hook returned DONE in one UPDATE (the path the hook returned,
    no retry time or error, and transition_time now so the transitioner decides about file
    deletion, as BOINC's assimilator does), and record the failures in another; both write
@@ -58,6 +59,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -91,6 +93,7 @@ from apps.work.services.claims import (
     one_by_one,
 )
 from apps.work.services.comparisons import OutputNames, output_files_of
+from apps.work.services.scripts import command_words, expand, script_check
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +149,44 @@ def assimilate_hook_for(dotted_path: str) -> AssimilateHook:
     if not dotted_path:
         return copy_outputs
     return import_string(dotted_path)
+
+
+ASSIMILATE_KEYWORDS = ("files", "files2", "wu_id", "wu_name", "result_id", "runtime", "batch_id")
+
+
+def script_assimilate(
+    command: str,
+    output_files: Callable[[Workunit], list[tuple[Path, str]]],
+    workunit: Workunit,
+    canonical_result: Result | None,
+    output_paths: list[Path],
+) -> str:
+    """BOINC's script assimilator: run the app's command for the workunit.
+
+    Keywords: ``files`` (the canonical outputs' paths), ``files2`` (``path logical_name``
+    pairs), ``wu_id``, ``wu_name``, ``result_id``, ``runtime``, ``batch_id``; a command of the
+    program alone gets ``wu_id files``. A workunit without a canonical result (it failed)
+    runs ``CMD --error N wu_name wu_id batch_id``, N its error bits. A non-zero exit, a
+    crash or a timeout raises ScriptFailed: the workunit is retried later."""
+    words = command_words(command)
+    if canonical_result is None:
+        # The program and its own arguments; the keywords name a canonical result it has not.
+        argv = [w for w in words if w not in ASSIMILATE_KEYWORDS]
+        argv += ["--error", str(workunit.error_mask), workunit.name, str(workunit.id), str(workunit.batch)]
+    else:
+        files = output_files(workunit)
+        values = {
+            "files": [str(path) for path, _name in files],
+            "files2": [part for path, name in files for part in (str(path), name)],
+            "wu_id": [str(workunit.id)],
+            "wu_name": [workunit.name],
+            "result_id": [str(canonical_result.id)],
+            "runtime": [f"{canonical_result.elapsed_time:f}"],
+            "batch_id": [str(workunit.batch)],
+        }
+        argv = expand(words, values, ["wu_id", "files"])
+    script_check(argv, cwd=workunit.project.data_dir)
+    return ""
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -352,24 +393,31 @@ class _Batch:
         )
 
     def hook(self, app: App) -> AssimilateHook:
+        if app.assimilate_script.strip():
+            return partial(script_assimilate, app.assimilate_script, self.output_files)
         found = self._hooks.get(app.assimilator)
         if found is None:
             found = self._hooks[app.assimilator] = assimilate_hook_for(app.assimilator)
         return found
 
-    def output_paths(self, wu: Workunit) -> list[Path]:
-        """The canonical result's uploaded outputs; optional ones the client did not send are
-        left out."""
+    def output_files(self, wu: Workunit) -> list[tuple[Path, str]]:
+        """The canonical result's uploaded outputs with their logical names (as
+        ``output_paths``)."""
         if wu.canonical_result_id is None:
             return []
         upload_dir = self.project.upload_dir
-        paths = []
-        for name, optional in self.outputs.get(wu.canonical_result_id, ()):
+        files = []
+        for name, optional, open_name in self.outputs.get(wu.canonical_result_id, ()):
             path = upload_dir / name
             if optional and not path.exists():
                 continue
-            paths.append(path)
-        return paths
+            files.append((path, open_name or name))
+        return files
+
+    def output_paths(self, wu: Workunit) -> list[Path]:
+        """The canonical result's uploaded outputs; optional ones the client did not send are
+        left out."""
+        return [path for path, _name in self.output_files(wu)]
 
 
 class _ClaimLost(Exception):

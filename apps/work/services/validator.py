@@ -8,8 +8,9 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
    (apps.work.services.claims): if this worker dies before it commits, the transitioner
    flags the workunits again then.
 2. Before any lock, read the batch's workunits and results and, for the results each
-   workunit would compare, their outputs from the upload area: the files are read while
-   nothing waits for this batch.
+   workunit would compare, run the app's validator on their outputs (``init_result``, and
+   for a project's own validator the comparisons too: apps.work.services.comparisons):
+   files are read and scripts run while nothing waits for this batch.
 3. In one transaction for the batch: lock the host_app_versions of the results to judge (a
    scheduler RPC locks them before its results and host), then the batch's results (id order,
    as the transitioner does), and read the workunits and their apps again; what is to judge is
@@ -26,11 +27,14 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
    target_nresults, transition_time), one statement per table for the whole batch.
 6. After the commit, a step of a work sequence moves its sequence on (seed 001).
 
-A workunit whose outputs cannot be read now (the upload area unreadable) is left out of its
-batch: need_validate stays off and the transitioner flags it again within 6 hours, as BOINC
-does. If the batch raises, it is rolled back and its workunits are validated again one per
-transaction, so one failing workunit never holds up the others; the one that fails again is
-logged, and the transitioner flags it again when the claim's lease runs out. A pass that
+A workunit whose outputs cannot be read now (the upload area unreadable, or the validator
+says so) is left out of its batch: need_validate stays off and the transitioner flags it
+again within 6 hours, as BOINC does. One whose validator fails (a script that crashes or
+times out, Python code that raises) is left out too, and to its claim's lease: the
+transitioner flags it again when the lease runs out. If the batch raises, it is rolled back
+and its workunits are validated again one per transaction, so one failing workunit never
+holds up the others; the one that fails again is logged, and the transitioner flags it
+again when the claim's lease runs out. A pass that
 loses its database connection stops, and its process releases the claims it had not
 handled at its next pass (apps.work.services.claims).
 """
@@ -38,6 +42,7 @@ handled at its next pass (apps.work.services.claims).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -88,6 +93,7 @@ from apps.work.services.comparisons import (
     Comparison,
     Payload,
     TransientValidationError,
+    ValidatorFailed,
     comparison_for,
     output_files_of,
     payloads_read,
@@ -122,6 +128,7 @@ _RESULT = ModelColumns(
     "r",
     [
         "id",
+        "name",
         "workunit",
         "app",
         "server_state",
@@ -163,7 +170,19 @@ _CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
 # What decides the outputs a batch reads before its locks (_Outputs.read_early).
 _EARLY_WORKUNIT = ModelColumns(Workunit, "w", ["id", "app", "canonical_result", "error_mask"])
 _EARLY_RESULT = ModelColumns(
-    Result, "r", ["id", "workunit", "server_state", "outcome", "validate_state", "file_delete_state"]
+    Result,
+    "r",
+    [
+        "id",
+        "name",
+        "workunit",
+        "host",
+        "elapsed_time",
+        "server_state",
+        "outcome",
+        "validate_state",
+        "file_delete_state",
+    ],
 )
 _APP = ModelColumns(App, "a")
 _PROJECT = ModelColumns(Project, "p")
@@ -266,6 +285,7 @@ def workunits_claim(
 class _BatchOutcome:
     outcomes: list[ValidationOutcome] = field(default_factory=list)
     transient: dict[int, str] = field(default_factory=dict)  # workunit id -> why
+    failed: dict[int, str] = field(default_factory=dict)  # the validator failed: workunit id -> why
 
 
 def _validate_claimed(claimed: Sequence[Claimed], now: datetime) -> tuple[DaemonPass, list[Claimed]]:
@@ -276,9 +296,11 @@ def _validate_claimed(claimed: Sequence[Claimed], now: datetime) -> tuple[Daemon
     claims left unhandled because the database connection was lost."""
     done = batch_run("validator", claimed, lambda cs: _validate_batch([c.id for c in cs], now), _name)
     transient: dict[int, str] = {}
+    failed: dict[int, str] = {}
     handled = 0
     for batch in done.results:
         transient.update(batch.transient)
+        failed.update(batch.failed)
         for outcome in batch.outcomes:
             handled += outcome.changed
             if outcome.changed and outcome.sequence_id is not None:
@@ -287,7 +309,10 @@ def _validate_claimed(claimed: Sequence[Claimed], now: datetime) -> tuple[Daemon
         for wu_id, why in transient.items():
             logger.warning("validator: workunit %s: %s; retrying later", wu_id, why)
         _retry_later([c for c in claimed if c.id in transient], now)
-    errors = len(done.failed) + len(done.abandoned) + len(transient)
+    for wu_id, why in failed.items():
+        # Left to the claim's lease: the transitioner flags it again when the lease runs out.
+        logger.error("validator: workunit %s: %s; validated again later", wu_id, why)
+    errors = len(done.failed) + len(done.abandoned) + len(transient) + len(failed)
     return DaemonPass(items=handled, errors=errors), done.abandoned
 
 
@@ -322,6 +347,8 @@ def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
     batch = _validate_batch([workunit_id], now)
     if batch.transient:
         raise TransientValidationError(batch.transient[workunit_id])
+    if batch.failed:
+        raise ValidatorFailed(batch.failed[workunit_id])
     return batch.outcomes[0]
 
 
@@ -346,21 +373,36 @@ def _validate_batch(wu_ids: Sequence[int], now: datetime) -> _BatchOutcome:
     transaction."""
     batch = _BatchOutcome()
     outputs = _Outputs.read_early(wu_ids)
-    with transaction.atomic():
-        host_app_versions_lock_for_workunits(wu_ids, _JUDGED, _JUDGED_PARAMS)
-        wus, judging = _judging(wu_ids)
-        if judging:
-            outputs.comparison = outputs.comparison or comparison_for(wus[0].app)
-            for j in judging:
-                try:
-                    _plan(j, outputs, now)
-                except TransientValidationError as exc:
-                    batch.transient[j.wu.id] = str(exc)
-            judging = [j for j in judging if j.wu.id not in batch.transient]
-            _apply(judging, now)
-        judged = {j.wu.id: j for j in judging}
-        batch.outcomes = [_outcome(wu, judged.get(wu.id)) for wu in wus if wu.id not in batch.transient]
+    try:
+        with transaction.atomic():
+            host_app_versions_lock_for_workunits(wu_ids, _JUDGED, _JUDGED_PARAMS)
+            wus, judging = _judging(wu_ids)
+            if judging:
+                if outputs.comparison is None:
+                    outputs.comparison = comparison_for(wus[0].app)
+                _plan_each(judging, outputs, now, batch)
+                judging = [
+                    j for j in judging if j.wu.id not in batch.transient and j.wu.id not in batch.failed
+                ]
+                _apply(judging, now)
+            judged = {j.wu.id: j for j in judging}
+            left = batch.transient.keys() | batch.failed.keys()
+            batch.outcomes = [_outcome(wu, judged.get(wu.id)) for wu in wus if wu.id not in left]
+    finally:
+        outputs.cleanup()
     return batch
+
+
+def _plan_each(judging: list[_Judging], outputs: _Outputs, now: datetime, batch: _BatchOutcome) -> None:
+    """Plan each workunit's validation; one that cannot be judged now, or whose validator
+    fails, is noted in ``batch`` and left out."""
+    for j in judging:
+        try:
+            _plan(j, outputs, now)
+        except TransientValidationError as exc:
+            batch.transient[j.wu.id] = str(exc)
+        except ValidatorFailed as exc:
+            batch.failed[j.wu.id] = str(exc)
 
 
 def _judging(wu_ids: Sequence[int]) -> tuple[list[Workunit], list[_Judging]]:
@@ -387,10 +429,16 @@ class _Outputs:
     """
 
     def __init__(
-        self, comparison: Comparison | None = None, payloads: dict[int, Payload] | None = None
+        self,
+        comparison: Comparison | None = None,
+        payloads: dict[int, Payload] | None = None,
+        failed: dict[int, str] | None = None,
     ) -> None:
         self.comparison = comparison
         self.payloads = payloads or {}
+        # Results whose init_result failed early: not run again under the lock (a script that
+        # timed out would hold the locks for its whole timeout).
+        self.failed = failed or {}
 
     @classmethod
     def read_early(cls, wu_ids: Sequence[int]) -> _Outputs:
@@ -413,24 +461,52 @@ class _Outputs:
         if not judging:
             return cls()
         app = App.objects.select_related("project").get(id=judging[0].wu.app_id)
-        comparison = comparison_for(app)
-        if not comparison.reads_files:
-            return cls(comparison)
-        names = output_files_of(_to_read(judging))
+        try:
+            comparison = comparison_for(app)
+        except ValidatorFailed:
+            return cls()  # reported, workunit by workunit, under the lock
+        names = output_files_of([r.id for r in _to_read(judging)]) if comparison.reads_files else {}
         payloads: dict[int, Payload] = {}
+        failed: dict[int, str] = {}
         for j in judging:
             # One that cannot be read now is read again, and reported, under the lock.
             with contextlib.suppress(TransientValidationError):
-                payloads.update(payloads_read(app.project, _to_read([j]), comparison, names))
-        return cls(comparison, payloads)
+                try:
+                    payloads.update(payloads_read(app.project, _to_read([j]), comparison, names))
+                    if not comparison.builtin:
+                        _compare_early(j, payloads, comparison)
+                except ValidatorFailed as exc:
+                    failed.update((r.id, str(exc)) for r in _to_read([j]))
+        return cls(comparison, payloads, failed)
 
-    def read(self, project: Project, result_ids: Sequence[int]) -> dict[int, Payload]:
+    def read(self, project: Project, results: Sequence[Result]) -> dict[int, Payload]:
         assert self.comparison is not None
-        missing = [i for i in result_ids if i not in self.payloads]
+        for r in results:
+            if r.id in self.failed:
+                raise ValidatorFailed(self.failed[r.id])
+        missing = [r for r in results if r.id not in self.payloads]
         if missing:
-            names = output_files_of(missing) if self.comparison.reads_files else {}
+            names = output_files_of([r.id for r in missing]) if self.comparison.reads_files else {}
             self.payloads.update(payloads_read(project, missing, self.comparison, names))
-        return {i: self.payloads[i] for i in result_ids}
+        return {r.id: self.payloads[r.id] for r in results}
+
+    def cleanup(self) -> None:
+        if self.comparison is not None:
+            self.comparison.cleanup(list(self.payloads.values()))
+
+
+def _compare_early(j: _Judging, payloads: dict[int, Payload], comparison: Comparison) -> None:
+    """The comparisons the workunit will need, made before the locks (the comparison
+    remembers them): each pair of candidates, or each candidate against the canonical result."""
+    ids = [r.id for r in j.candidates if r.id in payloads]
+    if not j.case_a:
+        pairs = list(itertools.combinations(ids, 2))
+    elif j.canonical is not None and j.canonical.id in payloads:
+        pairs = [(j.canonical.id, i) for i in ids]
+    else:
+        pairs = []
+    for x, y in pairs:
+        comparison.compare(payloads[x], payloads[y])
 
 
 def _to_judge(wu: Workunit, rows: list[Result]) -> _Judging | None:
@@ -483,11 +559,11 @@ def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
     return wus
 
 
-def _to_read(judging: list[_Judging]) -> list[int]:
+def _to_read(judging: list[_Judging]) -> list[Result]:
     """The results whose outputs the batch may compare (not a canonical one whose files are
     deleted)."""
-    return [r.id for j in judging for r in j.candidates] + [
-        j.canonical.id
+    return [r for j in judging for r in j.candidates] + [
+        j.canonical
         for j in judging
         if j.canonical is not None and j.canonical.file_delete_state != FileDeleteState.DONE
     ]
@@ -499,22 +575,23 @@ def _plan(j: _Judging, outputs: _Outputs, now: datetime) -> None:
     assert outputs.comparison is not None
     compare = outputs.comparison.compare
     if not j.case_a:
-        payloads = outputs.read(wu.project, [r.id for r in j.candidates])
+        payloads = outputs.read(wu.project, j.candidates)
         j.plan = plan_validation(
             _validation_workunit(wu),
             [ValidationCandidate(r.id, payloads[r.id], VS(r.validate_state)) for r in j.candidates],
             compare=compare,
             init=_readable,
             now=now.timestamp(),
+            choose=outputs.comparison.choose(wu.min_quorum),
         )
         return
     canonical, canonical_payload = j.canonical, None
     if canonical is not None and canonical.file_delete_state != FileDeleteState.DONE:
-        canonical_payload = outputs.read(wu.project, [canonical.id])[canonical.id]
+        canonical_payload = outputs.read(wu.project, [canonical])[canonical.id]
     if canonical is None or canonical_payload is None:
         j.too_late = True  # the canonical output is gone: the late results can no longer be checked
         return
-    payloads = outputs.read(wu.project, [r.id for r in j.candidates])
+    payloads = outputs.read(wu.project, j.candidates)
     reference: ValidationCandidate[Payload] = ValidationCandidate(canonical.id, canonical_payload, VS.VALID)
     j.plan = plan_validation(
         _validation_workunit(wu),
