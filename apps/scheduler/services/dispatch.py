@@ -36,6 +36,7 @@ from apps.scheduler.domain.policy import (
     jobs_to_fill,
 )
 from apps.scheduler.services.context import RpcContext, SentJob
+from apps.scheduler.services.homogeneous import Homogeneity
 from apps.scheduler.services.hosts import host_instances
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
@@ -83,6 +84,8 @@ CANDIDATE_WORKUNIT_FIELDS = (
     "locality_file_name",
     "sequence",
     "sequence_index",
+    "hr_class",
+    "app_version",
 )
 CANDIDATE_COLUMNS = (
     ModelColumns(Result, "r", ("id", "project", "app", "workunit", "name", "priority", "server_state")),
@@ -169,6 +172,7 @@ class Dispatcher:
         self.wus_on_host: set[int] = set()
         self.wus_of_user: set[int] = set()
         self.sent_results: list[Result] = []
+        self.homogeneity = Homogeneity.for_rpc(ctx, versions)
 
     # --- checks -------------------------------------------------------------------------
     def load_exclusions(self, workunit_ids: set[int], *, host_checked: bool = False) -> None:
@@ -196,6 +200,10 @@ class Dispatcher:
     def _allowed(self, app_id: int) -> list[VersionOption]:
         """The app's versions for resources still wanted, within the in-progress limits and
         the daily quota; noting which limit left none, for the user's message."""
+        refusal = self.homogeneity.app_refusal(app_id) if self.homogeneity is not None else None
+        if refusal is not None:
+            self.ctx.no_work_reason(refusal)
+            return []
         wanted = [o for o in self.versions.options.get(app_id, ()) if self.need.needs(o.proc_type)]
         options = [o for o in wanted if self.limits.allows(o.app_id, o.proc_type)]
         if wanted and not options:
@@ -205,7 +213,26 @@ class Dispatcher:
             self.versions.quota_reached.add(app_id)
         return allowed
 
+    def _usable(self, option: VersionOption) -> bool:
+        return (
+            self.need.needs(option.proc_type)
+            and self.limits.allows(option.app_id, option.proc_type)
+            and self.versions.quota_allows(option)
+        )
+
+    def _homogeneous(self, result: Result) -> bool:
+        return self.homogeneity is not None and result.app_id in self.homogeneity.apps
+
+    def _candidates(self, result: Result) -> list[VersionOption]:
+        """The versions this host may run ``result`` with now, the workunit's homogeneous
+        redundancy class and app version considered."""
+        allowed = self._allowed(result.app_id)
+        if self.homogeneity is None or not self._homogeneous(result):
+            return allowed
+        return self.homogeneity.narrow(result.workunit, allowed, self._usable)
+
     def option_for(self, result: Result) -> VersionOption | None:
+        """The version for the app's jobs on this host; None: none of them can go now."""
         return choose_version(self._allowed(result.app_id), self.need)
 
     def try_send(self, result: Result, option: VersionOption | None = None) -> bool:
@@ -218,7 +245,11 @@ class Dispatcher:
         wu = result.workunit
         if wu.error_mask or wu.id in self.wus_on_host or wu.id in self.wus_of_user:
             return False
-        option = option or self.option_for(result)
+        if self._homogeneous(result):
+            candidates = self._candidates(result)
+            option = option if option in candidates else choose_version(candidates, self.need)
+        else:
+            option = option or self.option_for(result)
         tried: set[ProcType] = set()
         while option is not None:
             est_dur = estimated_duration(
@@ -241,7 +272,7 @@ class Dispatcher:
             if why is not Infeasible.DEADLINE:
                 return False  # memory and disk are the host's, whichever version runs it
             tried.add(option.proc_type)
-            others = [o for o in self._allowed(result.app_id) if o.proc_type not in tried]
+            others = [o for o in self._candidates(result) if o.proc_type not in tried]
             option = choose_version(others, self.need)
         return False
 
@@ -275,6 +306,8 @@ class Dispatcher:
                 delay_bound,
             )
             return False
+        if not resend and self.homogeneity is not None and not self.homogeneity.commit(result, option):
+            return False  # another class or version has it now (or another RPC is sending it)
         result.server_state = ServerState.IN_PROGRESS
         result.host = host
         result.account = ctx.account
