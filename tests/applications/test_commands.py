@@ -110,6 +110,34 @@ def test_update_app_with_nothing_to_change_says_so(project):
         call_command("update_app", "--project", "proj", "sim", stdout=StringIO())
 
 
+def test_update_app_sets_homogeneous_redundancy_and_app_version(project):
+    call_command("add_app", "--project", "proj", "sim", "--homogeneous_app_version", stdout=StringIO())
+    call_command("update_app", "--project", "proj", "sim", "--homogeneous_redundancy", "2", stdout=StringIO())
+    app = App.objects.get(project=project, name="sim")
+    assert (app.homogeneous_redundancy, app.homogeneous_app_version) == (2, True)
+    call_command(
+        "update_app", "--project", "proj", "sim", "--homogeneous_app_version", "0", stdout=StringIO()
+    )
+    assert App.objects.get(project=project, name="sim").homogeneous_app_version is False
+
+
+def test_update_app_refuses_an_unknown_homogeneous_redundancy_type(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="homogeneous_redundancy: Value 3 is not a valid choice"):
+        call_command(
+            "update_app", "--project", "proj", "sim", "--homogeneous_redundancy", "3", stdout=StringIO()
+        )
+    assert App.objects.get(project=project, name="sim").homogeneous_redundancy == 0
+
+
+def test_update_app_refuses_a_switch_that_is_not_on_or_off(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="invalid 0 or 1 value: 'maybe'"):
+        call_command(
+            "update_app", "--project", "proj", "sim", "--homogeneous_app_version", "maybe", stdout=StringIO()
+        )
+
+
 def test_add_app_version_copies_and_signs_the_main_program(project, worker):
     call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
     add_version(

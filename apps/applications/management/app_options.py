@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import CommandError
 
-# (option, type, help); each option names the App field it sets.
-APP_OPTIONS: list[tuple[str, type, str]] = [
+
+def switch(text: str) -> bool:
+    """An on/off setting: 1/0, yes/no, true/false, on/off."""
+    value = text.strip().lower()
+    if value in ("1", "yes", "true", "on"):
+        return True
+    if value in ("0", "no", "false", "off"):
+        return False
+    raise ValueError(text)
+
+
+switch.__name__ = "0 or 1"  # argparse names the converter in its error message
+
+# (option, type, help); each option names the App field it sets. A switch given alone is on.
+APP_OPTIONS: list[tuple[str, Callable[[str], Any], str]] = [
     ("user_friendly_name", str, "the name volunteers see"),
     ("min_quorum", int, "valid results needed to decide a workunit"),
     ("target_nresults", int, "results created at first"),
@@ -15,12 +29,21 @@ APP_OPTIONS: list[tuple[str, type, str]] = [
     ("max_total_results", int, "results before the workunit fails"),
     ("max_success_results", int, "successful results without consensus before the workunit fails"),
     ("delay_bound", float, "seconds a host has to return a result"),
+    (
+        "homogeneous_redundancy",
+        int,
+        "0 off, 1 fine, 2 coarse: a workunit's instances go to hosts of one class",
+    ),
+    ("homogeneous_app_version", switch, "a workunit's instances all run the version its first was sent with"),
 ]
 
 
 def add_app_options(parser: Any) -> None:
     for name, kind, help_text in APP_OPTIONS:
-        parser.add_argument(f"--{name}", type=kind, help=help_text)
+        if kind is switch:
+            parser.add_argument(f"--{name}", type=kind, nargs="?", const=True, help=help_text)
+        else:
+            parser.add_argument(f"--{name}", type=kind, help=help_text)
 
 
 def app_fields(opts: dict[str, Any]) -> dict[str, Any]:

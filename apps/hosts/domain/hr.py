@@ -221,6 +221,10 @@ class HrCensus:
             row.recent_credit += recent_credit
             row.flops += flops
 
+    def total_credit(self, hr_type: int) -> float:
+        """The recent credit of the type's classes (hosts of unknown class left out)."""
+        return sum(c.recent_credit for c in self.classes[hr_type].values())
+
     def ranked(self, hr_type: int) -> list[ClassComputing]:
         """The type's classes, most recent credit first."""
         return sorted(self.classes[hr_type].values(), key=lambda c: (-c.recent_credit, c.hr_class))
