@@ -83,7 +83,7 @@ class Homogeneity:
         """The versions this host may run ``wu`` with, given its commitments (``allowed``:
         the app's usable versions; ``usable``: whether another one may run now)."""
         app = self.apps[wu.app_id]
-        if wu.hr_class and self.class_for(app) != wu.hr_class:
+        if app.homogeneous_redundancy and wu.hr_class and self.class_for(app) != wu.hr_class:
             return []
         committed = wu.app_version_id
         if not (app.homogeneous_app_version and committed):
