@@ -114,6 +114,11 @@ def homog_app(project, worker):
     return app
 
 
+WINDOWS_CORE_FINE = hr_class(
+    HostDescription(WINDOWS_CORE.os_name, WINDOWS_CORE.vendor, WINDOWS_CORE.model), 1
+)
+
+
 def host_class(host: Host, hr_type: int) -> int | None:
     return hr_class(HostDescription(host.os_name, host.p_vendor, host.p_model), hr_type)
 
@@ -258,6 +263,15 @@ def test_an_imported_commitment_is_kept(client, project, account, homog_app):
     assert FleetHost(account, LINUX_RYZEN, "ryzen-cpu").ask(client, project).results == ()
     (sent,) = FleetHost(account, replace(LINUX_RYZEN, gpu=True), "ryzen-gpu").ask(client, project).results
     assert sent.plan_class == "cuda"
+
+
+def test_a_stored_class_binds_nothing_while_the_app_has_no_homogeneous_redundancy(
+    client, project, account, homog_app
+):
+    app_update(app=homog_app, homogeneous_redundancy=0)
+    (wu,) = make_jobs(project, homog_app, 1)
+    Workunit.objects.filter(pk=wu.pk).update(hr_class=WINDOWS_CORE_FINE)  # as imported from BOINC
+    assert len(FleetHost(account, LINUX_XEON, "linux").ask(client, project).results) == 1
 
 
 def test_anonymous_platform_gets_no_job_of_a_homogeneous_version_app(client, project, account, homog_app):
