@@ -199,6 +199,16 @@ def test_the_class_is_released_when_every_instance_failed(client, project, accou
     assert wu.hr_class == host_class(Host.objects.get(pk=linux.hostid), HrType.FINE)
 
 
+def test_a_host_of_a_small_class_finds_its_work_behind_a_long_queue_of_other_classes(
+    client, project, account, homog_app
+):
+    committed = make_jobs(project, homog_app, 1000, prefix="windows", min_quorum=2, target_nresults=2)
+    Workunit.objects.filter(pk__in=[wu.pk for wu in committed]).update(hr_class=WINDOWS_CORE_FINE)
+    make_jobs(project, homog_app, 1, prefix="free")
+    (sent,) = FleetHost(account, LINUX_XEON, "linux").ask(client, project, secs=1.0).results
+    assert sent.wu_name == "free0"
+
+
 def test_later_instances_run_the_committed_version_though_a_newer_one_is_released(
     client, project, account, homog_app, worker
 ):

@@ -427,7 +427,7 @@ def send_general_work(dispatcher: Dispatcher) -> None:
         # do not suit still looks as deep into the queue.
         sized = window_for_need(dispatcher, live_apps) if i < 2 else None
         window_size = scheduled if sized is None else _window_step(sized << i)
-        window = unsent_window(ctx, sorted(live_apps), after, window_size)
+        window = unsent_window(ctx, sorted(live_apps), after, window_size, homogeneity=dispatcher.homogeneity)
         if not window:
             return
         after = (window[-1].priority, window[-1].id)
@@ -487,7 +487,12 @@ def _remember_job_sizes(window: list[Result]) -> None:
 
 
 def unsent_window(
-    ctx: RpcContext, app_ids: list[int], after: tuple[int, int] | None, limit: int
+    ctx: RpcContext,
+    app_ids: list[int],
+    after: tuple[int, int] | None,
+    limit: int,
+    *,
+    homogeneity: Homogeneity | None = None,
 ) -> list[Result]:
     """One window of unsent results (with their workunits), locked, in dispatch order.
 
@@ -507,6 +512,10 @@ def unsent_window(
         # Seed 004: FILENAME__* work is sent only by the locality source, which
         # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
         where.append(" AND w.locality_file_name = ''")
+    classes = homogeneity.window_filter(app_ids) if homogeneity is not None else None
+    if classes is not None:
+        where.append(classes[0])
+        params += classes[1]
     if after is not None:
         where.append(" AND (r.priority < %s OR (r.priority = %s AND r.id > %s))")
         params += [after[0], after[0], after[1]]

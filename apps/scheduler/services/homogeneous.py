@@ -25,6 +25,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q
 
 from apps.applications.models import App, AppVersion
+from apps.core.db import placeholders
 from apps.hosts.domain.hr import HostDescription, HrType, hr_class
 from apps.scheduler.domain.policy import VersionOption
 from apps.scheduler.services.catalog import project_catalog
@@ -96,6 +97,22 @@ class Homogeneity:
             return allowed  # deprecated: any version, if no instance is in progress (commit)
         option = self._committed_option(version)
         return [option] if option is not None and usable(option) else []
+
+    def window_filter(self, app_ids: list[int]) -> tuple[str, list[object]] | None:
+        """SQL (on the candidate query's ``r`` and ``w``) that leaves out unsent results of
+        workunits committed to another class, so that a host of a small class does not scan
+        (and hold locked) the queue of the others; None when no app in ``app_ids`` needs it.
+        A rough cut: both of the host's classes pass for any such app; ``narrow`` decides."""
+        hr_apps = [a for a in app_ids if a in self.apps and self.apps[a].homogeneous_redundancy]
+        if not hr_apps:
+            return None
+        classes = sorted({0, *(c for c in self.host_class.values() if c is not None)})
+        sql = f" AND (w.hr_class IN ({placeholders(classes)})"
+        params: list[object] = list(classes)
+        if len(hr_apps) < len(app_ids):  # a class stored on another app's workunit binds nothing
+            sql += f" OR r.app_id NOT IN ({placeholders(hr_apps)})"
+            params += hr_apps
+        return sql + ")", params
 
     def commit(self, result: Result, option: VersionOption) -> bool:
         """Write the workunit's class and version for this send, if they are still free or
