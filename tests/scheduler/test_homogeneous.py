@@ -216,8 +216,10 @@ def test_later_instances_run_the_committed_version_though_a_newer_one_is_release
     first = FleetHost(account, LINUX_XEON, "a").ask(client, project)
     assert first.results[0].version_num == 100
     add_versions(project, worker, "homog", num=101, platforms=(PLATFORM,))
-    (second,) = FleetHost(account, LINUX_XEON, "b").ask(client, project).results
+    reply = FleetHost(account, LINUX_XEON, "b").ask(client, project)
+    (second,) = reply.results
     assert second.version_num == 100
+    assert [v.version_num for v in reply.app_versions] == [100]  # the client is told how to run it
 
 
 def test_a_cpu_host_waits_while_the_workunit_is_committed_to_the_gpu_version(

@@ -139,7 +139,7 @@ class Homogeneity:
                 running = Result.objects.filter(
                     workunit_id=OuterRef("pk"), server_state=ServerState.IN_PROGRESS
                 )
-                free |= Q(app_version_id=wu.app_version_id) & ~Exists(running)
+                free |= Q(app_version_id=wu.app_version_id) & ~Q(Exists(running))
             condition &= free
         row = Workunit.objects.filter(pk=wu.id)
         if connection.features.has_select_for_update_skip_locked:
