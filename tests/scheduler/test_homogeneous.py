@@ -222,6 +222,18 @@ def test_later_instances_run_the_committed_version_though_a_newer_one_is_release
     assert [v.version_num for v in reply.app_versions] == [100]  # the client is told how to run it
 
 
+def test_a_workunit_committed_to_a_test_version_waits_for_a_volunteer_who_runs_test_versions(
+    client, project, account, homog_app
+):
+    (wu,) = make_jobs(project, homog_app, 1)
+    beta = AppVersion.objects.get(app=homog_app, platform__name=PLATFORM, plan_class="")
+    AppVersion.objects.filter(pk=beta.pk).update(beta=True)
+    catalog_clear()
+    Workunit.objects.filter(pk=wu.pk).update(app_version=beta)
+    # The host could run the test version's job on its CPU, and the released CUDA version.
+    assert FleetHost(account, replace(LINUX_XEON, gpu=True), "a").ask(client, project).results == ()
+
+
 def test_a_cpu_host_waits_while_the_workunit_is_committed_to_the_gpu_version(
     client, project, account, homog_app
 ):

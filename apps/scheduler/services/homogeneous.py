@@ -157,8 +157,12 @@ class Homogeneity:
         return self._catalog_versions
 
     def _committed_option(self, version: AppVersion) -> VersionOption | None:
-        """How this host would run a committed version that is no longer the one offered."""
+        """How this host would run a committed version that is not among those offered to
+        it (a newer one was released, or it is a test version)."""
         if version.id not in self._committed:
+            if version.beta and not self.ctx.prefs.allow_beta_work:
+                self._committed[version.id] = None  # test versions only for those who allow them
+                return None
             option = version_option(
                 self.ctx,
                 version,
