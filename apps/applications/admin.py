@@ -66,7 +66,7 @@ class AppAdmin(admin.ModelAdmin):
     list_filter = ["project", "deprecated", "host_scale_check"]
     search_fields = ["name", "user_friendly_name"]
     list_select_related = ["project"]
-    readonly_fields = ["min_avg_pfc", "create_time", "credit_view"]
+    readonly_fields = ["min_avg_pfc", "create_time", "credit_view", "hr_classes_view"]
     inlines = [AppVersionInline]
     fieldsets = [
         (
@@ -126,6 +126,14 @@ class AppAdmin(admin.ModelAdmin):
             },
         ),
         (
+            "Replication",
+            {
+                "fields": ["homogeneous_redundancy", "hr_classes_view", "homogeneous_app_version"],
+                "description": "Keep results that differ numerically across platforms, or between CPU and GPU "
+                "versions, from ever being compared.",
+            },
+        ),
+        (
             "Validation and assimilation",
             {
                 "fields": [
@@ -157,6 +165,14 @@ class AppAdmin(admin.ModelAdmin):
             return "-"
         url = reverse("admin:credit_app_credit", args=[obj.pk])
         return format_html('<a href="{}">Version scales, probation, credit per job, recompute</a>', url)
+
+    @admin.display(description="Host classes")
+    def hr_classes_view(self, obj: App | None) -> str:
+        """Link to the project's computing per homogeneous redundancy class (hosts admin)."""
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:hosts_host_hr_classes", args=[obj.project_id])
+        return format_html('<a href="{}">Computing per class among the project\'s hosts</a>', url)
 
 
 class AppFileInline(admin.TabularInline):

@@ -98,6 +98,18 @@ class App(models.Model):
     )
     max_granted_credit = models.FloatField(default=0, help_text="0 = no cap; BOINC's default is 7.3e7")
 
+    # Replication (BOINC's app fields).
+    homogeneous_redundancy = models.PositiveSmallIntegerField(
+        choices=[(0, "Off"), (1, "Fine: OS and CPU model"), (2, "Coarse: OS and CPU vendor")],
+        default=0,
+        help_text="Send all instances of a workunit to hosts of one class, so that results "
+        "that differ numerically across platforms are never compared.",
+    )
+    homogeneous_app_version = models.BooleanField(
+        default=False,
+        help_text="Run all instances of a workunit with the app version its first instance was sent with.",
+    )
+
     # Validation and assimilation (docs/admin-guide.md, "Your science code").
     validator = models.CharField(
         max_length=200,

@@ -1,10 +1,17 @@
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 
 from apps.core.admin_base import RecordAdmin, indexed_search
 from apps.hosts import services
+from apps.hosts.domain.hr import HrType
 from apps.hosts.models import DeletedHost, Host, HostAppVersion, HostCoproc
+from apps.hosts.selectors import ACTIVE_RECENT_CREDIT, hr_census
+from apps.projects.models import Project
 
 
 class HostCoprocInline(admin.TabularInline):
@@ -82,6 +89,35 @@ class HostAdmin(admin.ModelAdmin):
     def unblock(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         n = services.hosts_block(ids=list(queryset.values_list("id", flat=True)), blocked=False)
         self.message_user(request, f"{n} host(s) unblocked.", messages.SUCCESS)
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.hr_classes_view)
+        return [path("hr-classes/<int:project_id>/", view, name="hosts_host_hr_classes"), *super().get_urls()]
+
+    def hr_classes_view(self, request: HttpRequest, project_id: int) -> HttpResponse:
+        """How much computing each homogeneous redundancy class has (BOINC's hr_info): an
+        app whose class holds little computing leaves its workunits waiting long."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        project = get_object_or_404(Project, pk=project_id)
+        census = hr_census(project_id=project.pk)
+        types = []
+        for hr_type, label in (
+            (HrType.FINE, "Fine (OS and CPU model)"),
+            (HrType.COARSE, "Coarse (OS and CPU vendor)"),
+        ):
+            total = census.total_credit(hr_type)
+            rows = [(c, 100 * c.recent_credit / total if total else 0.0) for c in census.ranked(hr_type)]
+            types.append({"label": label, "rows": rows, "unknown": census.unknown[hr_type]})
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Homogeneous redundancy classes: {project.name}",
+            "opts": Host._meta,
+            "project": project,
+            "types": types,
+            "min_credit": ACTIVE_RECENT_CREDIT,
+        }
+        return TemplateResponse(request, "admin/hosts/hr_classes.html", context)
 
 
 @admin.register(HostAppVersion)

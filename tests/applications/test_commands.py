@@ -128,14 +128,6 @@ def test_update_app_turns_adaptive_replication_on_and_off(project):
     assert App.objects.get(project=project, name="sim").adaptive_replication is False
 
 
-def test_adaptive_replication_takes_only_0_or_1(project):
-    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
-    with pytest.raises(CommandError, match="must be 0 or 1"):
-        call_command(
-            "update_app", "--project", "proj", "sim", "--adaptive_replication", "yes", stdout=StringIO()
-        )
-
-
 def test_adaptive_replication_without_a_replicated_count_is_refused(project):
     call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
     with pytest.raises(CommandError, match="adaptive_replication needs target_nresults of at least 2"):
@@ -143,6 +135,34 @@ def test_adaptive_replication_without_a_replicated_count_is_refused(project):
             "update_app", "--project", "proj", "sim", "--adaptive_replication", "1", stdout=StringIO()
         )
     assert App.objects.get(project=project, name="sim").adaptive_replication is False
+
+
+def test_update_app_sets_homogeneous_redundancy_and_app_version(project):
+    call_command("add_app", "--project", "proj", "sim", "--homogeneous_app_version", stdout=StringIO())
+    call_command("update_app", "--project", "proj", "sim", "--homogeneous_redundancy", "2", stdout=StringIO())
+    app = App.objects.get(project=project, name="sim")
+    assert (app.homogeneous_redundancy, app.homogeneous_app_version) == (2, True)
+    call_command(
+        "update_app", "--project", "proj", "sim", "--homogeneous_app_version", "0", stdout=StringIO()
+    )
+    assert App.objects.get(project=project, name="sim").homogeneous_app_version is False
+
+
+def test_update_app_refuses_an_unknown_homogeneous_redundancy_type(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="homogeneous_redundancy: Value 3 is not a valid choice"):
+        call_command(
+            "update_app", "--project", "proj", "sim", "--homogeneous_redundancy", "3", stdout=StringIO()
+        )
+    assert App.objects.get(project=project, name="sim").homogeneous_redundancy == 0
+
+
+def test_update_app_refuses_a_switch_that_is_not_on_or_off(project):
+    call_command("add_app", "--project", "proj", "sim", stdout=StringIO())
+    with pytest.raises(CommandError, match="invalid 0 or 1 value: 'maybe'"):
+        call_command(
+            "update_app", "--project", "proj", "sim", "--homogeneous_app_version", "maybe", stdout=StringIO()
+        )
 
 
 def test_add_app_version_copies_and_signs_the_main_program(project, worker):

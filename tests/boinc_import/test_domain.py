@@ -250,9 +250,28 @@ def test_a_host_with_validated_jobs_is_off_scale_probation():
 
 def test_an_app_name_with_a_slash_is_refused():
     row = {"id": 1, "create_time": 1, "name": "a/b", "user_friendly_name": "", "deprecated": 0, "weight": 1.0,
-           "beta": 0, "min_avg_pfc": 1.0, "host_scale_check": 0, "non_cpu_intensive": 0}  # fmt: skip
+           "beta": 0, "min_avg_pfc": 1.0, "host_scale_check": 0, "non_cpu_intensive": 0,
+           "homogeneous_redundancy": 0, "homogeneous_app_version": 0}  # fmt: skip
     with pytest.raises(RowRefused, match="has a '/'"):
         map_app(row, now=NOW)
+
+
+def app_row(**values: object) -> dict[str, object]:
+    row = {"id": 1, "create_time": 1, "name": "a", "user_friendly_name": "", "deprecated": 0, "weight": 1.0,
+           "beta": 0, "min_avg_pfc": 1.0, "host_scale_check": 0, "non_cpu_intensive": 0,
+           "homogeneous_redundancy": 0, "homogeneous_app_version": 0}  # fmt: skip
+    return {**row, **values}
+
+
+def test_an_app_keeps_its_homogeneous_redundancy_and_app_version():
+    values = map_app(app_row(homogeneous_redundancy=2, homogeneous_app_version=1), now=NOW).values
+    assert (values["homogeneous_redundancy"], values["homogeneous_app_version"]) == (2, True)
+
+
+def test_an_unknown_homogeneous_redundancy_type_is_imported_as_off_and_noted():
+    mapped = map_app(app_row(homogeneous_redundancy=7), now=NOW)
+    assert mapped.values["homogeneous_redundancy"] == 0
+    assert mapped.notes == ["homogeneous_redundancy 7 is no known type; imported as off"]
 
 
 VERSION_DOC = (
@@ -331,7 +350,7 @@ def wu_row(**values: object) -> dict[str, object]:
         "need_validate": 0, "canonical_credit": 0.0, "transition_time": 2**31 - 1, "delay_bound": 86400,
         "error_mask": 0, "file_delete_state": 0, "assimilate_state": 0, "min_quorum": 2, "target_nresults": 2,
         "max_error_results": 3, "max_total_results": 5, "max_success_results": 3, "priority": 0,
-        "app_version_id": 0, "transitioner_flags": 0, "keywords": "",
+        "app_version_id": 0, "hr_class": 0, "transitioner_flags": 0, "keywords": "",
     }  # fmt: skip
     return {**row, **values}
 
@@ -354,6 +373,11 @@ def test_a_workunit_keeps_its_bounds_and_command_line_and_never_transition_time_
     )
     (file,) = mapped.files
     assert (file.name, file.open_name, file.sticky, file.nbytes) == ("in", "data", True, 9)
+
+
+def test_a_workunit_keeps_its_homogeneous_redundancy_class():
+    mapped = map_workunit(wu_row(hr_class=267), now=NOW, apps={1: 8}, versions={}, doc=WU_DOC)
+    assert mapped.values["hr_class"] == 267
 
 
 @pytest.mark.parametrize(

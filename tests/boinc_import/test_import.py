@@ -196,6 +196,16 @@ def test_app_version_files_are_placed_in_the_download_area_with_their_signature(
     assert verify_md5_signature(keys.code_sign.public_text, file.md5_cksum, file.file_signature) is True
 
 
+def test_homogeneous_redundancy_and_app_version_commitments_are_kept(boinc_db, standard, project_dir):
+    boinc_db.execute("UPDATE app SET homogeneous_redundancy = 2, homogeneous_app_version = 1 WHERE id = 1")
+    boinc_db.execute("UPDATE workunit SET hr_class = 258, app_version_id = 1 WHERE name = 'wu_running'")
+    import_boinc(boinc_db, project_dir)
+    app = App.objects.get()
+    assert (app.homogeneous_redundancy, app.homogeneous_app_version) == (2, True)
+    running = Workunit.objects.get(name="wu_running")
+    assert (running.hr_class, running.app_version.version_num) == (258, 100)
+
+
 def test_only_work_in_progress_is_imported_with_its_files(boinc_db, standard, project_dir):
     import_boinc(boinc_db, project_dir)
     project = Project.objects.get()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from apps.protocol import (
     parse_reply,
     render_request,
 )
+from apps.scheduler.services import dispatch
 from apps.volunteers.models import Account, make_passwd_hash
 from apps.work.services import JobSpec, workunits_create
 
@@ -181,3 +183,21 @@ def rpc(client: Client, project, req: SchedulerRequest, *, raw: bytes | None = N
     )
     assert response.status_code == 200, response.content[:500]
     return parse_reply(response.content)
+
+
+def flush_paused(monkeypatch, first: str) -> threading.Event:
+    """The RPC of the thread named ``first`` pauses just before writing its sends, until
+    another thread's RPC is about to write its own (or 2 s); the event is set when it pauses."""
+    first_waits, other_writes = threading.Event(), threading.Event()
+    flush = dispatch.Dispatcher.flush
+
+    def paused_flush(self):
+        if threading.current_thread().name == first:
+            first_waits.set()
+            other_writes.wait(2)
+        else:
+            other_writes.set()
+        flush(self)
+
+    monkeypatch.setattr(dispatch.Dispatcher, "flush", paused_flush)
+    return first_waits

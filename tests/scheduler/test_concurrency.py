@@ -18,7 +18,7 @@ from apps.core import clock
 from apps.scheduler.services import dispatch, scheduler_request_handle
 from apps.work.domain.states import ServerState
 from apps.work.models import Result
-from tests.scheduler.conftest import make_jobs, make_request
+from tests.scheduler.conftest import flush_paused, make_jobs, make_request
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.postgres]
 
@@ -87,18 +87,7 @@ def test_two_hosts_of_one_user_at_once_never_get_both_results_of_a_workunit(
     dispatch._typical_fpops[cpu_app.id] = 1e11  # windows sized to the request, as after earlier RPCs
     # Host A pauses just before writing its sends, until B is about to write its own (or 2 s):
     # without a rule across the user's hosts, B reads the candidates A holds back.
-    a_waits, b_writes = threading.Event(), threading.Event()
-    flush = dispatch.Dispatcher.flush
-
-    def paused_flush(self):
-        if threading.current_thread().name == "A":
-            a_waits.set()
-            b_writes.wait(2)
-        else:
-            b_writes.set()
-        flush(self)
-
-    monkeypatch.setattr(dispatch.Dispatcher, "flush", paused_flush)
+    a_waits = flush_paused(monkeypatch, "A")
     errors: list[BaseException] = []
 
     def rpc(name: str) -> None:

@@ -50,8 +50,22 @@ def map_app(row: Row, *, now: float) -> Mapped:
         "weight": number(row, "weight"),
         "min_avg_pfc": number(row, "min_avg_pfc"),
         "host_scale_check": flag(row, "host_scale_check"),
+        "homogeneous_redundancy": _hr_type(row, notes),
+        "homogeneous_app_version": flag(row, "homogeneous_app_version"),
     }
     return Mapped(values, notes)
+
+
+HR_TYPES = (0, 1, 2)  # off, fine, coarse
+
+
+def _hr_type(row: Row, notes: list[str]) -> int:
+    """BOINC's scheduler treats a type it does not know as no homogeneous redundancy."""
+    value = integer(row, "homogeneous_redundancy", lo=-(2**31))
+    if value not in HR_TYPES:
+        notes.append(f"homogeneous_redundancy {value} is no known type; imported as off")
+        return 0
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,8 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
             "min_avg_pfc",
             "host_scale_check",
             "non_cpu_intensive",
+            "homogeneous_redundancy",
+            "homogeneous_app_version",
         }
     ),
     "app_version": frozenset(
@@ -175,6 +177,7 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
             "result_template_file",
             "priority",
             "app_version_id",
+            "hr_class",
             "transitioner_flags",
             "keywords",
         }

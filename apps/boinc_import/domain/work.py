@@ -126,6 +126,7 @@ def map_workunit(
         "transitioner_flags": integer(row, "transitioner_flags", hi=SMALLINT_MAX),
         "keywords": described(row, "keywords", max_len=200, notes=notes),
         "app_version_id": app_version_id,
+        "hr_class": integer(row, "hr_class"),
     }
     return Mapped(values, notes, files=input_files(doc))
 

@@ -29,7 +29,7 @@ from apps.protocol import ProtocolError, parse_stored_doc
 PLATFORM_COLUMNS = "id, name, user_friendly_name, deprecated"
 APP_COLUMNS = (
     "id, create_time, name, user_friendly_name, deprecated, weight, beta, min_avg_pfc, host_scale_check,"
-    " non_cpu_intensive"
+    " non_cpu_intensive, homogeneous_redundancy, homogeneous_app_version"
 )
 VERSION_COLUMNS = (
     "id, create_time, appid, version_num, platformid, xml_doc, min_core_version, max_core_version,"

@@ -41,7 +41,7 @@ WORKUNIT_COLUMNS = (
     "id, create_time, appid, name, xml_doc, batch, rsc_fpops_est, rsc_fpops_bound, rsc_memory_bound,"
     " rsc_disk_bound, rsc_bandwidth_bound, need_validate, canonical_credit, transition_time, delay_bound,"
     " error_mask, file_delete_state, assimilate_state, min_quorum, target_nresults, max_error_results,"
-    " max_total_results, max_success_results, result_template_file, priority, app_version_id,"
+    " max_total_results, max_success_results, result_template_file, priority, app_version_id, hr_class,"
     " transitioner_flags, keywords"
 )
 RESULT_COLUMNS = (

@@ -36,6 +36,7 @@ from apps.scheduler.domain.policy import (
     jobs_to_fill,
 )
 from apps.scheduler.services.context import RpcContext, SentJob
+from apps.scheduler.services.homogeneous import Homogeneity
 from apps.scheduler.services.hosts import host_instances
 from apps.scheduler.services.replication import Replication
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
@@ -85,6 +86,8 @@ CANDIDATE_WORKUNIT_FIELDS = (
     "locality_file_name",
     "sequence",
     "sequence_index",
+    "hr_class",
+    "app_version",
 )
 CANDIDATE_COLUMNS = (
     ModelColumns(Result, "r", ("id", "project", "app", "workunit", "name", "priority", "server_state")),
@@ -172,6 +175,7 @@ class Dispatcher:
         self.wus_of_user: set[int] = set()
         self.sent_results: list[Result] = []
         self.replication = Replication(ctx, versions)
+        self.homogeneity = Homogeneity.for_rpc(ctx, versions)
 
     # --- checks -------------------------------------------------------------------------
     def load_exclusions(self, workunit_ids: set[int], *, host_checked: bool = False) -> None:
@@ -199,6 +203,10 @@ class Dispatcher:
     def _allowed(self, app_id: int) -> list[VersionOption]:
         """The app's versions for resources still wanted, within the in-progress limits and
         the daily quota; noting which limit left none, for the user's message."""
+        refusal = self.homogeneity.app_refusal(app_id) if self.homogeneity is not None else None
+        if refusal is not None:
+            self.ctx.no_work_reason(refusal)
+            return []
         wanted = [o for o in self.versions.options.get(app_id, ()) if self.need.needs(o.proc_type)]
         options = [o for o in wanted if self.limits.allows(o.app_id, o.proc_type)]
         if wanted and not options:
@@ -208,7 +216,26 @@ class Dispatcher:
             self.versions.quota_reached.add(app_id)
         return allowed
 
+    def _usable(self, option: VersionOption) -> bool:
+        return (
+            self.need.needs(option.proc_type)
+            and self.limits.allows(option.app_id, option.proc_type)
+            and self.versions.quota_allows(option)
+        )
+
+    def _homogeneous(self, result: Result) -> bool:
+        return self.homogeneity is not None and result.app_id in self.homogeneity.apps
+
+    def _candidates(self, result: Result) -> list[VersionOption]:
+        """The versions this host may run ``result`` with now, the workunit's homogeneous
+        redundancy class and app version considered."""
+        allowed = self._allowed(result.app_id)
+        if self.homogeneity is None or not self._homogeneous(result):
+            return allowed
+        return self.homogeneity.narrow(result.workunit, allowed, self._usable)
+
     def option_for(self, result: Result) -> VersionOption | None:
+        """The version for the app's jobs on this host; None: none of them can go now."""
         return choose_version(self._allowed(result.app_id), self.need)
 
     def try_send(self, result: Result, option: VersionOption | None = None) -> bool:
@@ -221,7 +248,11 @@ class Dispatcher:
         wu = result.workunit
         if wu.error_mask or wu.id in self.wus_on_host or wu.id in self.wus_of_user:
             return False
-        option = option or self.option_for(result)
+        if self._homogeneous(result):
+            candidates = self._candidates(result)
+            option = option if option in candidates else choose_version(candidates, self.need)
+        else:
+            option = option or self.option_for(result)
         tried: set[ProcType] = set()
         while option is not None:
             if not self.replication.allows(result, option):
@@ -247,7 +278,7 @@ class Dispatcher:
             if why is not Infeasible.DEADLINE:
                 return False  # memory and disk are the host's, whichever version runs it
             tried.add(option.proc_type)
-            others = [o for o in self._allowed(result.app_id) if o.proc_type not in tried]
+            others = [o for o in self._candidates(result) if o.proc_type not in tried]
             option = choose_version(others, self.need)
         return False
 
@@ -281,6 +312,8 @@ class Dispatcher:
                 delay_bound,
             )
             return False
+        if not resend and self.homogeneity is not None and not self.homogeneity.commit(result, option):
+            return False  # another class or version has it now (or another RPC is sending it)
         result.server_state = ServerState.IN_PROGRESS
         result.host = host
         result.account = ctx.account
@@ -402,7 +435,7 @@ def send_general_work(dispatcher: Dispatcher) -> None:
         # do not suit still looks as deep into the queue.
         sized = window_for_need(dispatcher, live_apps) if i < 2 else None
         window_size = scheduled if sized is None else _window_step(sized << i)
-        window = unsent_window(ctx, sorted(live_apps), after, window_size)
+        window = unsent_window(ctx, sorted(live_apps), after, window_size, homogeneity=dispatcher.homogeneity)
         if not window:
             return
         after = (window[-1].priority, window[-1].id)
@@ -462,7 +495,12 @@ def _remember_job_sizes(window: list[Result]) -> None:
 
 
 def unsent_window(
-    ctx: RpcContext, app_ids: list[int], after: tuple[int, int] | None, limit: int
+    ctx: RpcContext,
+    app_ids: list[int],
+    after: tuple[int, int] | None,
+    limit: int,
+    *,
+    homogeneity: Homogeneity | None = None,
 ) -> list[Result]:
     """One window of unsent results (with their workunits), locked, in dispatch order.
 
@@ -482,6 +520,10 @@ def unsent_window(
         # Seed 004: FILENAME__* work is sent only by the locality source, which
         # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
         where.append(" AND w.locality_file_name = ''")
+    classes = homogeneity.window_filter(app_ids) if homogeneity is not None else None
+    if classes is not None:
+        where.append(classes[0])
+        params += classes[1]
     if after is not None:
         where.append(" AND (r.priority < %s OR (r.priority = %s AND r.id > %s))")
         params += [after[0], after[0], after[1]]

@@ -150,7 +150,23 @@ def host_versions(ctx: RpcContext) -> HostVersions:
 def _project_options(
     ctx: RpcContext, out: HostVersions, resources: HostResources, catalog: ProjectCatalog
 ) -> None:
-    named = {
+    named = plan_class_specs(catalog)
+    platforms = set(ctx.req.platforms)
+    for name in platforms:
+        out.resources_with_versions |= catalog.platform_resources.get(name, frozenset())
+    assert ctx.account is not None
+    offered = catalog.current_versions if ctx.prefs.allow_beta_work else catalog.released_versions
+    for version in offered:
+        option = version_option(ctx, version, resources=resources, named=named, havs=out.havs)
+        if option is None:
+            continue
+        out.versions[version.id] = version
+        out.options[version.app_id].append(option)
+
+
+def plan_class_specs(catalog: ProjectCatalog) -> dict[str, PlanClassSpec]:
+    """The project's own plan classes by name."""
+    return {
         pc.name: PlanClassSpec(
             name=pc.name,
             proc_type=ProcType(pc.proc_type),
@@ -160,41 +176,44 @@ def _project_options(
         )
         for pc in catalog.plan_classes
     }
+
+
+def version_option(
+    ctx: RpcContext,
+    version: AppVersion,
+    *,
+    resources: HostResources,
+    named: dict[str, PlanClassSpec],
+    havs: dict[tuple[int, int | None, str], HostAppVersion],
+) -> VersionOption | None:
+    """How this host would run ``version``, or None if it cannot (platform, client version,
+    plan class)."""
     client_version = ctx.req.client_version
-    platforms = set(ctx.req.platforms)
-    for name in platforms:
-        out.resources_with_versions |= catalog.platform_resources.get(name, frozenset())
-    assert ctx.account is not None
-    offered = catalog.current_versions if ctx.prefs.allow_beta_work else catalog.released_versions
-    for version in offered:
-        if version.platform.name not in platforms:
-            continue
-        if version.min_core_version and client_version < version.min_core_version:
-            continue
-        if version.max_core_version and client_version > version.max_core_version:
-            continue
-        usage = resource_usage(_spec_for(version, named), resources)
-        if usage is None:
-            continue
-        hav = out.havs.get((version.app_id, version.id, ""))
-        flops = estimate_flops(
-            peak_flops=usage.peak_flops,
-            hav_et=hav.et if hav else None,
-            hav_pfc=hav.pfc if hav else None,
-            av_pfc=version.pfc,
-        ).flops
-        out.versions[version.id] = version
-        out.options[version.app_id].append(
-            VersionOption(
-                key=version.id,
-                app_id=version.app_id,
-                proc_type=usage.proc_type,
-                projected_flops=flops,
-                peak_flops=usage.peak_flops,
-                avg_ncpus=usage.avg_ncpus,
-                gpu_usage=usage.gpu_usage,
-            )
-        )
+    if version.platform.name not in ctx.req.platforms:
+        return None
+    if version.min_core_version and client_version < version.min_core_version:
+        return None
+    if version.max_core_version and client_version > version.max_core_version:
+        return None
+    usage = resource_usage(_spec_for(version, named), resources)
+    if usage is None:
+        return None
+    hav = havs.get((version.app_id, version.id, ""))
+    flops = estimate_flops(
+        peak_flops=usage.peak_flops,
+        hav_et=hav.et if hav else None,
+        hav_pfc=hav.pfc if hav else None,
+        av_pfc=version.pfc,
+    ).flops
+    return VersionOption(
+        key=version.id,
+        app_id=version.app_id,
+        proc_type=usage.proc_type,
+        projected_flops=flops,
+        peak_flops=usage.peak_flops,
+        avg_ncpus=usage.avg_ncpus,
+        gpu_usage=usage.gpu_usage,
+    )
 
 
 def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResources) -> None:

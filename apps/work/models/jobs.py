@@ -96,6 +96,9 @@ class Workunit(models.Model):
         related_name="+",
         help_text="Homogeneous app version commitment",
     )
+    hr_class = models.PositiveIntegerField(
+        default=0, help_text="Homogeneous redundancy class its instances go to; 0 = not committed"
+    )
     output_files = models.JSONField(
         default=list, blank=True, help_text="Output file specs of each result (from the output template)"
     )

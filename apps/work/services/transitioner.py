@@ -140,6 +140,7 @@ _WORKUNIT = ModelColumns(
         "file_delete_state",
         "need_validate",
         "app_version",
+        "hr_class",
         "priority",
         "transitioner_flags",
         # For the new results.
@@ -342,6 +343,7 @@ def workunit_snapshot(wu: Workunit) -> WorkunitSnapshot:
         file_delete_state=FileDeleteState(wu.file_delete_state),
         need_validate=wu.need_validate,
         transition_time=_PLANNING_SENTINEL,
+        hr_class=wu.hr_class,
         app_version_id=wu.app_version_id or 0,
         priority=wu.priority,
         transitioner_flags=wu.transitioner_flags,
@@ -439,6 +441,7 @@ _WORKUNIT_SET = (
     f" file_delete_state = CASE WHEN v.delete_ready AND w.file_delete_state = {int(FileDeleteState.INIT)}"
     f" THEN {int(FileDeleteState.READY)} ELSE w.file_delete_state END,"
     " app_version_id = CASE WHEN v.reset_hr THEN NULL ELSE w.app_version_id END,"
+    " hr_class = CASE WHEN v.reset_hr THEN 0 ELSE w.hr_class END,"
     " priority = COALESCE(v.priority, w.priority)"
 )
 _SQLITE_UPDATE_ROWS = 500  # within SQLite's limit on parameters

@@ -38,6 +38,6 @@ def send_nci_work(dispatcher: Dispatcher) -> None:
         if app_id in busy or not dispatcher.need.work_needed():
             continue
         # The jobs of such an app are alike: if the first cannot go, none can.
-        window = unsent_window(dispatcher.ctx, [app_id], None, 1)
+        window = unsent_window(dispatcher.ctx, [app_id], None, 1, homogeneity=dispatcher.homogeneity)
         if window:
             dispatcher.try_send(window[0])

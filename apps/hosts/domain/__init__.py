@@ -1,0 +1,1 @@
+"""Pure host logic (no Django): homogeneous redundancy classes."""
