@@ -230,3 +230,41 @@ def test_the_production_requirements_name_what_the_redis_transport_imports():
     # kombu's Redis transport imports packaging without declaring it: an image with only the
     # production requirements could not start a worker.
     assert "packaging" in production_requirements()
+
+
+def engine_absent(monkeypatch: pytest.MonkeyPatch, *, dockerd: bool, socket: bool, ci: bool) -> None:
+    from tests.deploy import test_container_stack as container_test
+
+    monkeypatch.setattr(container_test, "docker", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", ""))
+    monkeypatch.setattr(container_test.shutil, "which", lambda name: f"/usr/bin/{name}" if dockerd else None)
+    monkeypatch.setattr(container_test.Path, "exists", lambda self: socket)
+    if ci:
+        monkeypatch.setenv("CI", "1")
+    else:
+        monkeypatch.delenv("CI", raising=False)
+
+
+def test_without_an_engine_the_container_test_is_skipped_with_the_reason(monkeypatch):
+    from tests.deploy.test_container_stack import engine_required
+
+    engine_absent(monkeypatch, dockerd=True, socket=True, ci=False)
+    with pytest.raises(pytest.skip.Exception, match="no Docker engine answers `docker info`"):
+        engine_required()
+
+
+def test_under_ci_a_missing_engine_is_skipped_when_none_was_installed(monkeypatch):
+    from tests.deploy.test_container_stack import engine_required
+
+    engine_absent(monkeypatch, dockerd=False, socket=False, ci=True)
+    with pytest.raises(pytest.skip.Exception):
+        engine_required()
+
+
+def test_under_ci_an_installed_engine_that_does_not_answer_fails(monkeypatch):
+    from tests.deploy.test_container_stack import engine_required
+
+    engine_absent(monkeypatch, dockerd=True, socket=True, ci=True)
+    with pytest.raises(
+        pytest.fail.Exception, match=re.escape("dockerd is installed and /var/run/docker.sock exists")
+    ):
+        engine_required()
