@@ -57,6 +57,17 @@ def test_promtool_finds_the_alert_rules_clean():
     assert f"SUCCESS: {len(alert_expressions())} rules found" in done.stdout
 
 
+def test_the_alerts_fire_on_promtools_series_and_spare_a_paused_daemon():
+    # deploy/monitoring/cobblestone-alerts.test.yml: each case lists every alert it expects.
+    done = subprocess.run(
+        [promtool(), "test", "rules", str(MONITORING / "cobblestone-alerts.test.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_every_dashboard_panel_names_a_metric():
     assert [
         title for title, exprs in dashboard_expressions().items() if not METRIC.search(" ".join(exprs))
