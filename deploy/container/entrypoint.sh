@@ -9,7 +9,8 @@
 # Only the web role migrates, under a PostgreSQL advisory lock, so an upgraded image applies
 # its migrations once however many web containers start together; workers and beat wait.
 set -eu
-cd /srv/cobblestone
+# The checkout: /srv/cobblestone in the image.
+cd "$(dirname "$0")/../.."
 role=${1:-web}
 [ $# -gt 0 ] && shift
 
