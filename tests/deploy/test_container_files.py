@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from apps.core.stack.tls import self_signed_certificate
 from apps.core.stack.units import BASE_DIR
 
 CONTAINER = BASE_DIR / "deploy" / "container"
@@ -170,9 +171,8 @@ def nginx_site(tmp_path: Path, *, tls: bool) -> str:
         PATH=os.environ["PATH"],
     )
     if tls:
-        for name in ("NGINX_TLS_CERTIFICATE", "NGINX_TLS_CERTIFICATE_KEY"):
-            environment[name] = str(tmp_path / name.lower())
-            Path(environment[name]).write_text("a mounted file\n")
+        cert, key = self_signed_certificate(tmp_path / "tls")
+        environment.update(NGINX_TLS_CERTIFICATE=str(cert), NGINX_TLS_CERTIFICATE_KEY=str(key))
     done = subprocess.run(
         ["sh", str(CONTAINER / "nginx-start.sh"), "--print-site"],
         env=environment,
@@ -194,14 +194,15 @@ def test_without_a_certificate_the_site_is_plain_http_on_one_port(tmp_path):
 def test_with_a_certificate_the_site_is_the_debian_one(tmp_path):
     site = nginx_site(tmp_path, tls=True)
     assert re.findall(r"^\s*listen (.*);", site, re.MULTILINE) == ["18080", "18443 ssl http2"]
-    assert f"ssl_certificate {tmp_path / 'nginx_tls_certificate'};" in site
+    assert f"ssl_certificate {tmp_path / 'tls'}/" in site
 
 
-def test_nginx_accepts_the_plain_http_site(tmp_path):
+@pytest.mark.parametrize("tls", [False, True], ids=["plain_http", "tls"])
+def test_nginx_accepts_the_site(tmp_path, tls):
     nginx = os.environ.get("COBBLESTONE_TEST_NGINX") or shutil.which("nginx") or "/usr/sbin/nginx"
     if not os.access(nginx, os.X_OK):
         pytest.skip("nginx not installed (.ci/services.sh installs it)")
-    (tmp_path / "site.conf").write_text(nginx_site(tmp_path, tls=False))
+    (tmp_path / "site.conf").write_text(nginx_site(tmp_path, tls=tls))
     (tmp_path / "nginx.conf").write_text(
         f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
         f"http {{\n include {tmp_path}/site.conf;\n}}\n"
