@@ -2,7 +2,9 @@
 # Start the real parts the tests need, on loopback, in private directories:
 # PostgreSQL, Redis and MariaDB (a BOINC project's database, for the import tests), plus
 # the stock BOINC client, Debian's chromium and nginx, which the tests run as programs, and
-# g++ with libboinc-app-dev, which build a BOINC API application for the client to run.
+# g++ with libboinc-app-dev, which build a BOINC API application for the client to run;
+# promtool (Debian's prometheus package) and docker-compose 1.29, which check the files of
+# deploy/monitoring/ and deploy/container/ (no Docker engine is started here).
 # Installs missing Debian packages when running as root.
 # Writes the environment the tests read into var/services.env.
 # With CI set, a part that cannot be provided is a failure; otherwise it is
@@ -135,6 +137,21 @@ find_nginx() {
   say "nginx: $("$nginx" -v 2>&1 | head -1)"
 }
 
+find_promtool() {
+  # Only its promtool is used: the package's own server is kept from starting (policy-rc.d).
+  apt_install prometheus || return 1
+  command -v promtool >/dev/null || { say "promtool not found"; return 1; }
+  echo "COBBLESTONE_TEST_PROMTOOL=$(command -v promtool)" >> "$ENV_FILE"
+  say "promtool: $(promtool --version 2>&1 | head -1)"
+}
+
+find_docker_compose() {
+  # Debian 12's compose (1.29): the container stack's file must stay readable by it.
+  apt_install docker-compose || return 1
+  command -v docker-compose >/dev/null || { say "docker-compose not found"; return 1; }
+  say "docker-compose: $(docker-compose version --short 2>/dev/null)"
+}
+
 start_postgres || failures+=("PostgreSQL")
 start_redis || failures+=("Redis")
 start_mariadb || failures+=("MariaDB")
@@ -142,6 +159,8 @@ find_boinc || failures+=("BOINC client")
 find_boinc_app_dev || failures+=("g++ and libboinc-app-dev")
 find_chromium || failures+=("Chromium")
 find_nginx || failures+=("nginx")
+find_promtool || failures+=("promtool")
+find_docker_compose || failures+=("docker-compose")
 
 if [ ${#failures[@]} -gt 0 ]; then
   if [ -n "${CI:-}" ]; then
