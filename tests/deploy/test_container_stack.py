@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from apps.core.stack.tls import self_signed_certificate
-from apps.core.stack.units import BASE_DIR
+from apps.benchmarks.stack.tls import self_signed_certificate
+from apps.benchmarks.stack.units import BASE_DIR
 from apps.work.domain.states import ServerState
 from tests.conftest import require_service
 from tests.e2e.conftest import boinc_binary, boinc_client, free_port, wait_until  # noqa: F401

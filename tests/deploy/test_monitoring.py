@@ -14,7 +14,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from apps.core.stack.units import BASE_DIR
+from apps.benchmarks.stack.units import BASE_DIR
 from apps.ops.health import HealthView
 from tests.ops.conftest import jobs, project  # noqa: F401
 from tests.scheduler.conftest import account, cpu_app, make_request, rpc, worker  # noqa: F401
