@@ -26,9 +26,14 @@ step "pytest on SQLite"
 # 1 to 5 s, and the stack's daemons run every 10 s. Those two directories run in a second
 # pytest beside the rest (each process has its own test database, live server and coverage
 # data; the stack and the clients take free ports); the coverage data are combined.
+# A background command ignores Ctrl-C unless told otherwise; this one ends on it like the other
+# (pytest then stops the clients and the stack it started).
 rm -f var/coverage-waiting var/coverage-rest
-COVERAGE_FILE=var/coverage-waiting $VENV/bin/pytest --cov=apps --cov-report= -q tests/e2e tests/production \
-  >var/pytest-waiting.log 2>&1 &
+(
+  trap - INT
+  COVERAGE_FILE=var/coverage-waiting exec $VENV/bin/pytest --cov=apps --cov-report= -q \
+    tests/e2e tests/production
+) >var/pytest-waiting.log 2>&1 &
 waiting_pid=$!
 COVERAGE_FILE=var/coverage-rest $VENV/bin/pytest --cov=apps --cov-report= -q \
   --ignore=tests/e2e --ignore=tests/production
