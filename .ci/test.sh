@@ -15,8 +15,31 @@ bash .ci/lint.sh || exit 1
 NO_CACHE="-p no:cacheprovider"
 
 step "pytest on SQLite"
-$VENV/bin/pytest $NO_CACHE --cov=apps --cov-report=term:skip-covered --cov-fail-under=80 -q
-sqlite_rc=$?
+# The stock-client tests (tests/e2e) and the production stack (tests/production) spend most of
+# their minutes waiting for real programs: the client's scheduler and transfer loops poll every
+# 1 to 5 s, and the stack's daemons run every 10 s. Those two directories run in a second
+# pytest beside the rest (each process has its own test database, live server and coverage
+# data; the stack and the clients take free ports); the coverage data are combined.
+# A background command ignores Ctrl-C unless told otherwise; this one ends on it like the other
+# (pytest then stops the clients and the stack it started).
+rm -f var/coverage-waiting var/coverage-rest
+(
+  trap - INT
+  COVERAGE_FILE=var/coverage-waiting exec $VENV/bin/pytest $NO_CACHE --cov=apps --cov-report= -q \
+    tests/e2e tests/production
+) >var/pytest-waiting.log 2>&1 &
+waiting_pid=$!
+COVERAGE_FILE=var/coverage-rest $VENV/bin/pytest $NO_CACHE --cov=apps --cov-report= -q \
+  --ignore=tests/e2e --ignore=tests/production
+rest_rc=$?
+wait $waiting_pid
+waiting_rc=$?
+printf '\n--- tests/e2e and tests/production, run beside the rest ---\n'
+cat var/pytest-waiting.log
+$VENV/bin/coverage combine -q var/coverage-waiting var/coverage-rest \
+  && $VENV/bin/coverage report --skip-covered --fail-under=80
+coverage_rc=$?
+sqlite_rc=$((rest_rc || waiting_rc || coverage_rc))
 
 pg_rc=0
 if [ -n "${COBBLESTONE_TEST_DATABASE_URL:-}" ]; then

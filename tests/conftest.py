@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+# pytest-django's live server binds to this address in every session, whichever directories it
+# collects: 127.0.0.1 is what the stock BOINC client needs (it refuses host names without a dot,
+# such as localhost), and every other live-server test can use it as well.
+os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
+
 
 @pytest.fixture(autouse=True)
 def _data_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | None:

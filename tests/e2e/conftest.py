@@ -33,10 +33,6 @@ from apps.work.models import Workunit
 from apps.work.services import InputSpec, JobSpec, OutputSpec, workunit_create
 from tests.conftest import require_service
 
-# pytest-django's live server binds to this address (session wide; 127.0.0.1 is what the
-# client needs and what every other live-server test can use as well).
-os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
-
 GUI_PASSWORD = "e2e-gui-pw"
 PLATFORM = "x86_64-pc-linux-gnu"
 WORKER = Path(__file__).resolve().parents[2] / "apps" / "portal" / "demo" / "worker.sh"

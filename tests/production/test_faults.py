@@ -535,7 +535,7 @@ def test_a_database_restart_while_the_worker_catches_up_holds_no_batch_for_the_l
     restarted = time.monotonic()
     progress = []
     while time.monotonic() - restarted < CATCH_UP_BOUND:
-        time.sleep(5)
+        time.sleep(1)
         with contextlib.suppress(psycopg.OperationalError):
             progress.append((time.monotonic() - restarted, *validated_share(stack, pid)))
         if progress and progress[-1][1] == progress[-1][2]:
