@@ -83,7 +83,7 @@ CANDIDATE_WORKUNIT_FIELDS = (
     "error_mask",
     "target_nresults",
     "locality_file_name",
-    "sequence",
+    "sequence_id",
     "sequence_index",
 )
 CANDIDATE_COLUMNS = (
