@@ -8,7 +8,7 @@ class SequencesConfig(AppConfig):
     verbose_name = "Work sequences"
 
     def ready(self) -> None:
-        """Plug seed 001 into work (which sits below this app and never imports it): a
+        """Plug work sequences into work (which sits below this app and never imports it): a
         validated step moves its sequence on, the deadline daemon joins the round, db_purge
         keeps the steps of sequences that have not ended, and create_work takes --sequence.
         Deleting a sequence deletes its steps."""

@@ -1,4 +1,4 @@
-"""Seed 001's work sequences in ``create_work``: ``--sequence NAME`` creates a sequence whose
+"""Work sequences in ``create_work``: ``--sequence NAME`` creates a sequence whose
 first step reads the input files instead of one workunit per job.
 
 SequencesConfig.ready() adds these options to work's command (CREATE_WORK_SEQUENCE);
@@ -28,7 +28,7 @@ def sequence_wanted(opts: dict[str, Any]) -> bool:
 
 
 def sequence_from_options(project: Project, app: App, opts: dict[str, Any]) -> str:
-    """Seed 001: a work sequence; the input files are step 0's (the initial state)."""
+    """A work sequence; the input files are step 0's (the initial state)."""
     if opts["stdin"]:
         raise CommandError("--sequence creates one sequence; it cannot be combined with --stdin")
     if opts["max_result_time"] is None:
@@ -60,8 +60,8 @@ def sequence_from_options(project: Project, app: App, opts: dict[str, Any]) -> s
 
 
 def add_sequence_options(parser: argparse.ArgumentParser) -> None:
-    """Seed 001's work sequences (see docs/sequences.md)."""
-    group = parser.add_argument_group("work sequences (seed 001)")
+    """The options of work sequences (see docs/sequences.md)."""
+    group = parser.add_argument_group("work sequences")
     group.add_argument("--sequence", metavar="NAME", help="create a work sequence of this name")
     group.add_argument(
         "--sequence_length", type=int, metavar="N", help="number of steps; omit for an open-ended sequence"

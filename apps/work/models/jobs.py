@@ -104,7 +104,7 @@ class Workunit(models.Model):
     # Locality scheduling: the large input file this workunit uses (from FILENAME__*).
     locality_file_name = models.CharField(max_length=254, blank=True, db_index=True)
 
-    # Work sequences (seed 001): the id of the sequence (apps.sequences' WorkSequence) this
+    # Work sequences: the id of the sequence (apps.sequences' WorkSequence) this
     # workunit is a step of. A plain column, as work sits below the sequences app; that app
     # deletes a sequence's steps with it.
     sequence_id = models.BigIntegerField(null=True, blank=True, db_index=True)

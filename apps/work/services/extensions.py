@@ -1,7 +1,7 @@
 """Calls from work's daemons into the apps built on work, registered from their AppConfig.ready().
 
 work sits below those apps in the import layers, so it never imports them. The sequences app
-(seed 001) moves a sequence on when one of its steps validates (``step_validated_connect``),
+moves a sequence on when one of its steps validates (``step_validated_connect``),
 keeps db_purge off the steps of sequences that have not ended (``purge_hold_register``) and
 adds its deadline daemon to the round (apps.work.services.daemons.daemon_register).
 """
