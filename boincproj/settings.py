@@ -108,7 +108,7 @@ INSTALLED_APPS = [
     "apps.hosts",
     "apps.account_deletion",  # after apps.volunteers: its admin extends the accounts' admin
     "apps.credit",
-    "apps.sequences",  # before apps.work: its create_work adds --sequence to work's
+    "apps.sequences",
     "apps.work",
     "apps.locality",
     "apps.trickles",

@@ -1,7 +1,9 @@
-"""Celery tasks of the credit daemons: the feeder's normalization and the daily statistics.
+"""Celery tasks of the credit daemons: the feeder's normalization, the daily statistics and
+the cross-project normalization.
 
-Names match boincproj.celery.DEFAULT_SCHEDULE; each runs one recorded pass per project that
-has not paused it (DaemonRun names "feeder" and "update_stats").
+Names match boincproj.celery.DEFAULT_SCHEDULE; the feeder and update_stats run one recorded
+pass per project that has not paused it (DaemonRun names "feeder" and "update_stats"), the
+cross-project normalization one pass over every project.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import logging
 from celery import shared_task
 
 from apps.core import clock
+from apps.credit.cross_project_services import DAEMON as CROSS_PROJECT_DAEMON
+from apps.credit.cross_project_services import cross_project_normalize, cross_project_pass_locked
 from apps.credit.services import credit_normalize_project, credit_update_stats
-from apps.projects.services import daemon_run_for_projects
+from apps.projects.services import daemon_pass_run, daemon_run_for_projects
 from boincproj.celery import beat_expires
 
 logger = logging.getLogger(__name__)
@@ -38,4 +42,20 @@ def update_stats_task() -> dict[str, int]:
         daemon="update_stats", run=lambda p: credit_update_stats(project=p, now=clock.now())
     )
     logger.info("update_stats: %d rows, %d errors", outcome.items, outcome.errors)
+    return {"items": outcome.items, "errors": outcome.errors}
+
+
+@shared_task(
+    name="credit.cross_project",
+    expires=beat_expires("credit.cross_project"),
+    time_limit=900,
+    soft_time_limit=840,
+)
+def cross_project_task() -> dict[str, int]:
+    outcome = daemon_pass_run(
+        project=None,
+        daemon=CROSS_PROJECT_DAEMON,
+        run=lambda: cross_project_pass_locked(lambda: cross_project_normalize(now=clock.now()).daemon_pass()),
+    )
+    logger.info("cross_project: %s", outcome.message)
     return {"items": outcome.items, "errors": outcome.errors}

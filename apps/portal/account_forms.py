@@ -10,9 +10,8 @@ from django.contrib.auth.forms import PasswordResetForm, SetPasswordForm
 from django.core.exceptions import ValidationError
 
 from apps.projects.models import Project
-from apps.scheduler.attach import user_name_problem
 from apps.volunteers.models import Account
-from apps.volunteers.services import account_password_matches, account_password_set
+from apps.volunteers.services import account_password_matches, account_password_set, user_name_problem
 
 
 class AccountInfoForm(forms.Form):

@@ -1,6 +1,6 @@
 """Account editing pages with BOINC's names: edit_user_info.php (name, country, web site),
 edit_email.php, edit_passwd.php, and weak_auth.php (the account's keys). The log-in and sign-up pages are
-apps.scheduler.account_pages; password reset is apps.portal.password_views."""
+apps.scheduler.account_pages (the session is apps.volunteers.sessions); password reset is apps.portal.password_views."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from django.urls import reverse
 from apps.portal.account_forms import AccountInfoForm, AccountPasswordChangeForm, EmailChangeForm
 from apps.portal.volunteer_session import volunteer_required
 from apps.projects.models import Project
-from apps.scheduler.account_pages import session_login
 from apps.scheduler.ratelimits import login_failed, login_wait, too_many_text
 from apps.volunteers.mail import volunteer_mail_send
 from apps.volunteers.models import Account
 from apps.volunteers.services import AccountEditError, account_email_change, account_info_update
 from apps.volunteers.services.weak_keys import account_weak_key
+from apps.volunteers.sessions import session_login
 
 
 def _home(request: HttpRequest, project: Project, text: str) -> HttpResponse:

@@ -1,8 +1,4 @@
-"""Celery tasks of the portal: the db_dump statistics export (``portal.stats_export``).
-
-Also registers ``credit.cross_project``: Celery's autodiscovery imports only each app's
-``tasks`` module, and the credit app's belongs to its feeder and update_stats tasks.
-"""
+"""Celery tasks of the portal: the db_dump statistics export (``portal.stats_export``)."""
 
 from __future__ import annotations
 
@@ -11,12 +7,9 @@ import logging
 from celery import shared_task
 
 from apps.core import clock
-from apps.credit.tasks_cross_project import cross_project_task
 from apps.portal.stats_export import DAEMON, stats_export_write
 from apps.projects.services import daemon_run_for_projects
 from boincproj.celery import beat_expires
-
-__all__ = ["cross_project_task", "stats_export_task"]
 
 logger = logging.getLogger(__name__)
 

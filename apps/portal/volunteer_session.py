@@ -1,4 +1,4 @@
-"""The logged-in volunteer of a project's pages (the session of apps.scheduler.account_pages)."""
+"""The logged-in volunteer of a project's pages (the session of apps.volunteers.sessions)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 
 from apps.projects.models import Project
-from apps.scheduler.account_pages import session_account
 from apps.volunteers.models import Account
+from apps.volunteers.sessions import session_account
 
 AccountView = Callable[..., HttpResponse]
 

@@ -31,16 +31,9 @@ from apps.portal.volunteer_session import id_param, page_account
 from apps.projects.models import Project
 from apps.protocol import WebRpcError
 from apps.protocol.stats_xml import Record, render_record
-from apps.scheduler.attach import (
-    AccountRpcError,
-    account_by_key,
-    int_param,
-    key_attempt,
-    query_param,
-    required_param,
-    web_rpc,
-)
+from apps.scheduler.attach import int_param, key_attempt, query_param, required_param, web_rpc
 from apps.volunteers.models import Account, Team
+from apps.volunteers.services import AccountRpcError, account_by_key
 
 
 def _open(project: Project) -> None:

@@ -1,8 +1,7 @@
 """Volunteer sign-up and log-in pages of a project: how a volunteer finds the account key.
 
-Log-in is per project and session based: the session holds the Account id and a keyed
-hash of its password hash and authenticator, so changing either logs the session out.
-These are Accounts (BOINC users), not Django auth users.
+The accounts and their sessions are the volunteers app's (apps.volunteers.services.access,
+apps.volunteers.sessions); these pages add the forms and the rate limits.
 """
 
 from __future__ import annotations
@@ -13,23 +12,15 @@ from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.crypto import constant_time_compare, salted_hmac
 
 from apps.projects.models import Project
 from apps.protocol import WebRpcError
-from apps.scheduler.attach import (
-    AccountRpcError,
-    account_create,
-    account_find,
-    account_lookup,
-    login_attempt,
-    too_many_attempts,
-)
+from apps.scheduler.attach import login_attempt, too_many_attempts
 from apps.scheduler.ratelimits import mail_address_allowed, signup_wait, too_many_text
 from apps.volunteers.mail import volunteer_mail_send
-from apps.volunteers.models import Account, passwd_hash
-
-SESSION_SALT = "cobblestone.account-session"
+from apps.volunteers.models import passwd_hash
+from apps.volunteers.services import AccountRpcError, account_create, account_find, account_lookup
+from apps.volunteers.sessions import session_account, session_login, session_logout
 
 
 def stats_export_consent_field() -> forms.BooleanField:
@@ -68,32 +59,6 @@ class SignupForm(forms.Form):
 class LoginForm(forms.Form):
     email = forms.EmailField(label="Email address", max_length=254)
     password = forms.CharField(label="Password", widget=forms.PasswordInput, strip=False)
-
-
-def _session_key(project: Project) -> str:
-    return f"cobblestone.account.{project.pk}"
-
-
-def _session_check(account: Account) -> str:
-    return salted_hmac(
-        SESSION_SALT, f"{account.pk}:{account.passwd_hash}:{account.authenticator}"
-    ).hexdigest()
-
-
-def session_account(request: HttpRequest, project: Project) -> Account | None:
-    """The Account logged in to this project in this session, if it is still valid."""
-    entry = request.session.get(_session_key(project))
-    if not isinstance(entry, dict):
-        return None
-    account = Account.objects.select_related("team").filter(project=project, pk=entry.get("id")).first()  # type: ignore[misc]  # None: no account
-    if account is None or not constant_time_compare(str(entry.get("check", "")), _session_check(account)):
-        return None
-    return account
-
-
-def session_login(request: HttpRequest, project: Project, account: Account) -> None:
-    request.session.cycle_key()  # no session fixation
-    request.session[_session_key(project)] = {"id": account.pk, "check": _session_check(account)}
 
 
 def _page(
@@ -209,5 +174,5 @@ def account_logout(request: HttpRequest, slug: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     project = get_object_or_404(Project, slug=slug)
-    request.session.pop(_session_key(project), None)
+    session_logout(request, project)
     return redirect(reverse("account_home", kwargs={"slug": slug}))

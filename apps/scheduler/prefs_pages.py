@@ -32,7 +32,7 @@ from apps.projects.models import Project
 from apps.protocol import xml_safe_text
 from apps.protocol.global_prefs import VENUES
 from apps.protocol.project_prefs import GPU_PREF_TAGS, RESOURCE_SHARE_MAX, ProjectPrefs
-from apps.scheduler.account_pages import session_account, stats_export_consent_field
+from apps.scheduler.account_pages import stats_export_consent_field
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.prefs import (
     account_project_prefs_get,
@@ -40,6 +40,7 @@ from apps.scheduler.services.prefs import (
     account_project_prefs_set,
 )
 from apps.volunteers.services import VENUE_CHOICES, account_venue_set
+from apps.volunteers.sessions import session_account
 
 # The form field and question of each GPU type.
 GPU_FIELDS: dict[ProcType, tuple[str, str]] = {

@@ -10,12 +10,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, QuerySet
-from django.forms.models import BaseInlineFormSet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 
 from apps.applications.admin_fields import app_choices
@@ -24,6 +23,7 @@ from apps.sequences import services as sequences
 from apps.sequences.models import WorkSequence
 from apps.sequences.services import SequenceSpec, sequence_create
 from apps.sequences.services.hooks import EXTEND_BY
+from apps.sequences.services.rows import steps_counted
 from apps.sequences.services.waiting import sequence_wait
 from apps.work.domain.states import SequenceState
 from apps.work.models import Workunit
@@ -124,43 +124,19 @@ SEQUENCE_STEPS_SHOWN = 50
 SEQUENCE_STEPS_BEFORE = 5
 
 
-class SequenceStepsFormSet(BaseInlineFormSet):
+def steps_shown(sequence: WorkSequence) -> QuerySet[Workunit]:
     """The steps around the sequence's progress point: from a few before the first
     unvalidated step (the last steps when all are validated), at most SEQUENCE_STEPS_SHOWN."""
-
-    def get_queryset(self) -> QuerySet[Workunit]:
-        if not hasattr(self, "_steps"):
-            sequence = self.instance
-            if sequence.pk is None:
-                return super().get_queryset()
-            if sequence.first_unvalidated_id is not None:
-                frontier = sequence.first_unvalidated.sequence_index or 0
-                start = max(frontier - SEQUENCE_STEPS_BEFORE, 0)
-            else:
-                total = getattr(sequence, "n_steps", None)
-                if total is None:
-                    total = sequence.workunits.count()
-                start = max(total - SEQUENCE_STEPS_SHOWN, 0)
-            steps = super().get_queryset().filter(sequence_index__gte=start)
-            self._steps = steps.order_by("sequence_index")[:SEQUENCE_STEPS_SHOWN]
-        return self._steps
-
-
-class SequenceWorkunitInline(admin.TabularInline):
-    model = Workunit
-    fk_name = "sequence"
-    formset = SequenceStepsFormSet
-    verbose_name_plural = (
-        f"steps (at most {SEQUENCE_STEPS_SHOWN}, from the progress point; 'all steps' lists every one)"
-    )
-    readonly_fields = fields = ("sequence_index", "name", "restartable", "canonical_result", "error_mask")
-    extra = 0
-    can_delete = False
-    show_change_link = True
-    ordering = ["sequence_index"]
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False  # steps are added by extending the sequence
+    if sequence.first_unvalidated_id is not None:
+        frontier = sequence.first_unvalidated.sequence_index or 0  # type: ignore[union-attr]  # set: its id is
+        start = max(frontier - SEQUENCE_STEPS_BEFORE, 0)
+    else:
+        total = getattr(sequence, "n_steps", None)
+        if total is None:
+            total = sequence.workunits.count()
+        start = max(total - SEQUENCE_STEPS_SHOWN, 0)
+    steps = sequence.workunits.filter(sequence_index__gte=start).select_related("canonical_result")
+    return steps.order_by("sequence_index")[:SEQUENCE_STEPS_SHOWN]
 
 
 SEQUENCE_STARVATION_NOTE = (
@@ -217,13 +193,13 @@ class WorkSequenceAdmin(admin.ModelAdmin):
         "ended_notified",
         "create_time",
         "all_steps",
+        "steps",
     )
     show_full_result_count = False
-    inlines = [SequenceWorkunitInline]
     actions = ["deassign", "end", "extend", "refresh"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[WorkSequence]:
-        return super().get_queryset(request).annotate(n_steps=Count("workunits"))
+        return steps_counted(super().get_queryset(request))
 
     def add_view(
         self, request: HttpRequest, form_url: str = "", extra_context: dict | None = None
@@ -267,8 +243,33 @@ class WorkSequenceAdmin(admin.ModelAdmin):
 
     @admin.display(description="all steps")
     def all_steps(self, obj: WorkSequence) -> str:
-        url = reverse("admin:work_workunit_changelist") + f"?sequence__id__exact={obj.pk}"
+        url = reverse("admin:work_workunit_changelist") + f"?sequence_id={obj.pk}"
         return format_html('<a href="{}">every step in the Workunits list</a>', url)
+
+    @admin.display(
+        description=f"steps (at most {SEQUENCE_STEPS_SHOWN}, from the progress point; 'all steps' lists every one)"
+    )
+    def steps(self, obj: WorkSequence) -> str:
+        rows = format_html_join(
+            "",
+            '<tr><td>{}</td><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            (
+                (
+                    wu.sequence_index,
+                    reverse("admin:work_workunit_change", args=[wu.pk]),
+                    wu.name,
+                    "yes" if wu.restartable else "no",
+                    wu.canonical_result or "-",
+                    wu.error_mask,
+                )
+                for wu in steps_shown(obj)
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>index</th><th>name</th><th>restartable</th><th>canonical result</th>"
+            "<th>error mask</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     @admin.display(description="since last progress", ordering="last_progress_time")
     def since_progress(self, obj: WorkSequence) -> str:

@@ -8,6 +8,7 @@ from django.db import models
 from apps.applications.domain.job_bounds import MAX_DELAY_BOUND
 from apps.core.choices import enum_choices
 from apps.work.domain.states import SequenceState
+from apps.work.models import Workunit
 
 
 class WorkSequence(models.Model):
@@ -88,3 +89,9 @@ class WorkSequence(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def workunits(self) -> models.QuerySet[Workunit]:
+        """Its steps: the workunits whose ``sequence_id`` is this sequence's (work holds the id
+        as a plain column, since it sits below this app)."""
+        return Workunit.objects.filter(sequence_id=self.pk)

@@ -68,7 +68,7 @@ class WorkunitAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     search_help_text = "The exact workunit name, or a number: workunit id or batch."
     list_select_related = ["app", "canonical_result"]
-    raw_id_fields = ["canonical_result", "sequence", "app_version"]
+    raw_id_fields = ["canonical_result", "app_version"]
     show_full_result_count = False
     inlines = [WorkunitFileRefInline, ResultInline]
     actions = ["cancel"]

@@ -104,7 +104,7 @@ def long_sequence():
             project=sequence.project,
             app=sequence.app,
             name=f"{sequence.name}_s{i}",
-            sequence=sequence,
+            sequence_id=sequence.id,
             sequence_index=i,
         )
         for i in range(80)
@@ -129,7 +129,7 @@ def test_sequence_page_of_a_validated_sequence_shows_its_last_50_steps(admin_cli
 
 def test_sequence_page_links_to_every_step_in_the_workunit_list(admin_client, long_sequence):
     body = admin_client.get(f"/admin/sequences/worksequence/{long_sequence.pk}/change/").content.decode()
-    link = f"/admin/work/workunit/?sequence__id__exact={long_sequence.pk}"
+    link = f"/admin/work/workunit/?sequence_id={long_sequence.pk}"
     assert link in body
     listing = admin_client.get(link)
     assert listing.status_code == 200
@@ -139,12 +139,7 @@ def test_sequence_page_links_to_every_step_in_the_workunit_list(admin_client, lo
 def test_sequence_page_still_saves_with_only_some_steps_shown(admin_client, long_sequence):
     url = f"/admin/sequences/worksequence/{long_sequence.pk}/change/"
     form = admin_client.get(url).context["adminform"].form
-    inline = admin_client.get(url).context["inline_admin_formsets"][0].formset
     data = {**{k: v for k, v in form.initial.items() if v is not None}, "_save": "Save"}
-    data.update({f"{inline.prefix}-{k}": v for k, v in inline.management_form.initial.items()})
-    for i, step_form in enumerate(inline.forms):
-        data[f"{inline.prefix}-{i}-id"] = step_form.instance.pk
-        data[f"{inline.prefix}-{i}-sequence"] = long_sequence.pk
     response = admin_client.post(url, data)
     assert response.status_code == 302
 

@@ -87,7 +87,7 @@ def test_an_archived_line_holds_every_column_as_the_orm_reads_it(project, app, v
 def test_purging_a_sequences_last_step_clears_the_sequences_links_to_it(project, app, now):
     sequence = WorkSequenceFactory(app=app, state=SequenceState.ENDED)
     wu = make_wu(project, app, now, name="step")
-    Workunit.objects.filter(id=wu.id).update(sequence=sequence, sequence_index=0)
+    Workunit.objects.filter(id=wu.id).update(sequence_id=sequence.id, sequence_index=0)
     sequence.head_workunit = sequence.first_unvalidated = sequence.first_undispatched = wu
     sequence.checkpoint_result = results_of(wu)[0]
     sequence.save()
@@ -99,6 +99,22 @@ def test_purging_a_sequences_last_step_clears_the_sequences_links_to_it(project,
     assert outcome.items == 1
     links = ("head_workunit_id", "first_unvalidated_id", "first_undispatched_id", "checkpoint_result_id")
     assert [getattr(sequence, link) for link in links] == [None, None, None, None]
+
+
+@pytest.mark.django_db
+def test_a_step_of_a_sequence_that_has_not_ended_is_kept_until_it_ends(project, app, now):
+    sequence = WorkSequenceFactory(app=app, state=SequenceState.ASSIGNED)
+    wu = make_wu(project, app, now, name="step")
+    Workunit.objects.filter(id=wu.id).update(sequence_id=sequence.id, sequence_index=0)
+    deleted_files(wu)
+
+    kept = workunits_purge(project=project, now=now + LATER, min_age_days=0)
+    sequence.state = SequenceState.ENDED
+    sequence.save()
+    purged = workunits_purge(project=project, now=now + LATER, min_age_days=0)
+
+    assert (kept.items, purged.items) == (0, 1)
+    assert not Workunit.objects.filter(id=wu.id).exists()
 
 
 def statements_of_a_pass(project, now) -> int:

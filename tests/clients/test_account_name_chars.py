@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from apps.protocol import parse_account_reply
-from apps.scheduler.attach import user_name_problem
 from apps.volunteers.models import Account, passwd_hash
+from apps.volunteers.services import user_name_problem
 
 pytestmark = pytest.mark.django_db
 

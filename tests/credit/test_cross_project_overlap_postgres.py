@@ -21,7 +21,7 @@ from django.db.models.signals import post_save
 from apps.applications.models import App
 from apps.core.db import advisory_key
 from apps.credit.models import PlanClassScale
-from apps.credit.tasks_cross_project import cross_project_task
+from apps.credit.tasks import cross_project_task
 from apps.projects.models import DaemonRun
 from tests.factories import AppFactory, AppVersionFactory, ProjectFactory
 from tests.threads import in_thread, wait_for, waiting_on_a_lock

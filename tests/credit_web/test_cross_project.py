@@ -11,7 +11,7 @@ from django.core.management import call_command
 from apps.applications.models import App, AppVersion
 from apps.credit.cross_project_services import ScaleFetchError, cross_project_normalize, fetch_export
 from apps.credit.models import PlanClassScale, ScaleSource
-from apps.credit.tasks_cross_project import cross_project_task
+from apps.credit.tasks import cross_project_task
 from apps.projects.models import DaemonRun
 from apps.protocol.scales_xml import (
     AppVersionScale,

@@ -51,7 +51,7 @@ def _assimilated(result: Result, open_name: str) -> str:
 
 def _step_results(seq, **filters) -> list[Result]:
     return list(
-        Result.objects.filter(workunit__sequence=seq, **filters)
+        Result.objects.filter(workunit__sequence_id=seq.id, **filters)
         .select_related("workunit")
         .order_by("workunit__sequence_index", "id")
     )
@@ -66,7 +66,10 @@ def test_the_client_chains_state_files_through_a_sequence(boinc_client, base_url
 
     def all_reported() -> bool:
         call_command("run_daemons", "--once")  # validates steps and makes the next ones sendable
-        if Result.objects.filter(workunit__sequence=seq, server_state=ServerState.OVER).count() < LENGTH:
+        if (
+            Result.objects.filter(workunit__sequence_id=seq.id, server_state=ServerState.OVER).count()
+            < LENGTH
+        ):
             client.update(e2e.master_url)
             return False
         return True
@@ -104,10 +107,10 @@ def test_a_sequence_moves_to_a_second_client_when_the_first_vanishes(boinc_clien
     def step_1_held() -> Result | None:
         call_command("run_daemons", "--once")  # validates step 0
         step_0_done = Result.objects.filter(
-            workunit__sequence=seq, workunit__sequence_index=0, validate_state=ValidateState.VALID
+            workunit__sequence_id=seq.id, workunit__sequence_index=0, validate_state=ValidateState.VALID
         ).exists()
         held = Result.objects.filter(
-            workunit__sequence=seq, workunit__sequence_index=1, server_state=ServerState.IN_PROGRESS
+            workunit__sequence_id=seq.id, workunit__sequence_index=1, server_state=ServerState.IN_PROGRESS
         ).first()
         return held if step_0_done and held else None
 

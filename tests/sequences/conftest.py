@@ -46,7 +46,7 @@ def step_job(fpops: float = STEP_FPOPS, **kw: object) -> JobSpec:
 def content(result: Result, ordinal: int) -> bytes:
     """Deterministic output: any host computing a step (of any replica chain) writes the same bytes."""
     wu = result.workunit
-    seq = wu.sequence
+    seq = WorkSequence.objects.select_related("replica_of").filter(id=wu.sequence_id).first()
     name = (seq.replica_of or seq).name if seq else wu.name
     return f"{name} step {wu.sequence_index} file {ordinal}\n".encode()
 
@@ -125,12 +125,11 @@ class Computer:
 
     def upload(self, result_name: str) -> None:
         """What the upload handler would store: the outputs the reply told the client to upload."""
-        result = Result.objects.select_related("workunit__sequence__replica_of", "project").get(
-            name=result_name
-        )
+        result = Result.objects.select_related("workunit", "project").get(name=result_name)
         result.project.upload_dir.mkdir(parents=True, exist_ok=True)
         wu = result.workunit
-        glitch = (wu.sequence.name, wu.sequence_index) if wu.sequence else None
+        seq = WorkSequence.objects.filter(id=wu.sequence_id).first()
+        glitch = (seq.name, wu.sequence_index) if seq else None
         wrong = self.faulty or self.glitches[glitch] > 0
         if self.glitches[glitch] > 0:
             self.glitches[glitch] -= 1

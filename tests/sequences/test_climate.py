@@ -49,9 +49,9 @@ def _run(host, seq, now, project, *, until: int) -> object:
 
 def test_climate_sequence_survives_a_vanished_host(project, climate, computer, now):
     seq = climate
-    assert Workunit.objects.filter(sequence=seq).count() == 60
+    assert Workunit.objects.filter(sequence_id=seq.id).count() == 60
     assert sorted(
-        Workunit.objects.filter(sequence=seq, restartable=True).values_list("sequence_index", flat=True)
+        Workunit.objects.filter(sequence_id=seq.id, restartable=True).values_list("sequence_index", flat=True)
     ) == [6, 13, 20, 27, 34, 41, 48, 55, 59]
     a, slow, c = computer("host-a"), computer("host-slow", p_fpops=5e8), computer("host-c")
 
@@ -113,24 +113,24 @@ def test_climate_sequence_survives_a_vanished_host(project, climate, computer, n
     assert seq.assigned_host is None
 
     # Every step validated exactly once; only steps 14-17 were computed twice.
-    wus = Workunit.objects.filter(sequence=seq)
+    wus = Workunit.objects.filter(sequence_id=seq.id)
     assert all(wu.canonical_result_id for wu in wus)
-    valid = Result.objects.filter(workunit__sequence=seq, validate_state=ValidateState.VALID)
+    valid = Result.objects.filter(workunit__sequence_id=seq.id, validate_state=ValidateState.VALID)
     assert valid.values("workunit").distinct().count() == 60
     redone = sorted(
         {
             _step_of(n)
-            for n in Result.objects.filter(workunit__sequence=seq, name__endswith="_1").values_list(
+            for n in Result.objects.filter(workunit__sequence_id=seq.id, name__endswith="_1").values_list(
                 "name", flat=True
             )
         }
     )
     assert redone == [14, 15, 16, 17]
     assert not Result.objects.filter(
-        workunit__sequence=seq, server_state__in=[ServerState.INACTIVE, ServerState.UNSENT]
+        workunit__sequence_id=seq.id, server_state__in=[ServerState.INACTIVE, ServerState.UNSENT]
     ).exists()
     # The state is uploaded only at checkpoints and at the end; reports always.
-    uploaded_states = OutputFile.objects.filter(result__workunit__sequence=seq, ordinal=0, upload=True)
+    uploaded_states = OutputFile.objects.filter(result__workunit__sequence_id=seq.id, ordinal=0, upload=True)
     assert sorted({o.result.workunit.sequence_index for o in uploaded_states}) == [
         6,
         13,
@@ -142,4 +142,6 @@ def test_climate_sequence_survives_a_vanished_host(project, climate, computer, n
         55,
         59,
     ]
-    assert not OutputFile.objects.filter(result__workunit__sequence=seq, ordinal=1, upload=False).exists()
+    assert not OutputFile.objects.filter(
+        result__workunit__sequence_id=seq.id, ordinal=1, upload=False
+    ).exists()

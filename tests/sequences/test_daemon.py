@@ -69,9 +69,9 @@ def test_second_daemon_pass_changes_nothing(project, cpu_app, computer, now):
     computer("a").rpc(now)
     late = _deadline("seq_s0_0") + GRACE + timedelta(seconds=1)
     assert sequence_deadlines_check(project=project, now=late, limit=100).items == 1
-    rows = Result.objects.filter(workunit__sequence=seq).count()
+    rows = Result.objects.filter(workunit__sequence_id=seq.id).count()
     assert sequence_deadlines_check(project=project, now=late, limit=100).items == 0
-    assert Result.objects.filter(workunit__sequence=seq).count() == rows
+    assert Result.objects.filter(workunit__sequence_id=seq.id).count() == rows
 
 
 def test_client_error_on_a_step_relocates_the_sequence(project, cpu_app, computer, now):
@@ -106,7 +106,7 @@ def test_validator_call_extends_an_open_ended_sequence_at_once(project, cpu_app,
     host.rpc(now)  # steps 0 and 1 go; one is left to send
     host.rpc(now + timedelta(days=3), finish=("seq_s0_0",))  # step 2 goes; none left
     validate("seq_s0_0", now + timedelta(days=3))
-    assert Workunit.objects.filter(sequence=seq).count() == 6
+    assert Workunit.objects.filter(sequence_id=seq.id).count() == 6
     new = Result.objects.get(name="seq_s3_0")
     assert new.server_state == ServerState.INACTIVE
     assert ("seq_s2_0_0", "prev_state") in set(new.workunit.file_refs.values_list("file__name", "open_name"))
@@ -127,7 +127,7 @@ def test_broken_hook_is_logged_and_changes_nothing(project, cpu_app, computer, n
     host.rpc(now)
     host.rpc(now + timedelta(days=3), finish=("seq_s0_0",))
     validate("seq_s0_0", now + timedelta(days=3))
-    assert Workunit.objects.filter(sequence=seq).count() == 2
+    assert Workunit.objects.filter(sequence_id=seq.id).count() == 2
     assert "hook" in caplog.text
     seq.refresh_from_db()
     assert seq.first_unvalidated.sequence_index == 1
@@ -143,7 +143,7 @@ def test_too_many_relocations_end_in_error_and_the_host_is_told(project, cpu_app
     seq.refresh_from_db()
     assert seq.state == SequenceState.ERROR
     assert seq.error_reason == "relocated 1 time; the limit is 0"
-    assert all(wu.error_mask & ErrorMask.CANCELLED for wu in Workunit.objects.filter(sequence=seq))
+    assert all(wu.error_mask & ErrorMask.CANCELLED for wu in Workunit.objects.filter(sequence_id=seq.id))
     reply = host.rpc(late)
     assert reply.work_sequences_unassigned == ("seq",)
     assert set(reply.result_aborts) == {"seq_s0_0", "seq_s1_0"}

@@ -40,7 +40,7 @@ def trajectories(project, cpu_app, now):
 
 
 def _steps(seq: WorkSequence) -> int:
-    return Workunit.objects.filter(sequence=seq).count()
+    return Workunit.objects.filter(sequence_id=seq.id).count()
 
 
 def _advance(host, seq, now, project, n):
@@ -74,7 +74,7 @@ def test_folding_trajectories_are_extended_until_the_project_ends_them(project, 
     # A more promising trajectory was found: the project ends traj0.
     running = list(a.tasks)
     assert sequence_end_many(sequence_ids=[t0.id], now=now) == 1
-    unsent = Result.objects.filter(workunit__sequence=t0, server_state=ServerState.INACTIVE)
+    unsent = Result.objects.filter(workunit__sequence_id=t0.id, server_state=ServerState.INACTIVE)
     assert not unsent.exists()
     reply = a.rpc(now + timedelta(minutes=5), seconds=DAY)
     assert reply.work_sequences_ended == ("traj0",)
@@ -86,7 +86,7 @@ def test_folding_trajectories_are_extended_until_the_project_ends_them(project, 
     assert t0.expected_length == _steps(t0)
     assert all(
         wu.canonical_result_id or wu.error_mask & ErrorMask.CANCELLED
-        for wu in Workunit.objects.filter(sequence=t0)
+        for wu in Workunit.objects.filter(sequence_id=t0.id)
     )
     # The end is said once; a later RPC is quiet about it.
     assert a.rpc(now + timedelta(minutes=10)).work_sequences_ended == ()
@@ -104,6 +104,8 @@ def test_hook_ends_a_trajectory_with_a_final_step(project, cpu_app, trajectories
     assert _steps(t0) == 8
     assert t0.state == SequenceState.ENDED
     assert a.rpc(now + STEP).work_sequences_ended == ("traj0",)
-    last = Result.objects.get(workunit__sequence=t0, workunit__sequence_index=7, outcome=Outcome.SUCCESS)
+    last = Result.objects.get(
+        workunit__sequence_id=t0.id, workunit__sequence_index=7, outcome=Outcome.SUCCESS
+    )
     assert [o.upload for o in last.output_files.order_by("ordinal")] == [True, True]
     assert not last.output_files.get(ordinal=0).sticky  # the final state leaves the host

@@ -69,7 +69,7 @@ def test_relocation_before_the_first_checkpoint_reopens_the_validated_steps(vani
     seq.refresh_from_db()
     assert seq.first_unvalidated.sequence_index == 0
     assert seq.first_undispatched.sequence_index == 0
-    for wu in Workunit.objects.filter(sequence=seq, sequence_index__lt=4):
+    for wu in Workunit.objects.filter(sequence_id=seq.id, sequence_index__lt=4):
         assert wu.canonical_result_id is None
         assert wu.assimilate_state == AssimilateState.INIT
     # The old branch was computed and validated honestly: it keeps its state and credit.
@@ -92,7 +92,7 @@ def test_the_new_host_runs_through_the_reopened_steps_without_being_told_to_abor
     assert (seq.state, seq.assigned_host_id, seq.n_relocations) == (SequenceState.ASSIGNED, c.hostid, 1)
     assert seq.first_unvalidated.sequence_index == 9
     assert seq.checkpoint_result.name == "clim_s6_0"  # A never got step 6
-    canonical = Workunit.objects.filter(sequence=seq, sequence_index__lte=8).values_list(
+    canonical = Workunit.objects.filter(sequence_id=seq.id, sequence_index__lte=8).values_list(
         "canonical_result__host_id", flat=True
     )
     assert list(canonical) == [c.hostid] * 9
@@ -115,7 +115,7 @@ def test_a_reopened_step_is_assimilated_again_from_the_new_branch(project, vanis
     seq, c, late = vanished_before_checkpoint
     c.rpc(late)
     _compute(c, seq, project, late, through=1)
-    wu = Workunit.objects.get(sequence=seq, sequence_index=0)
+    wu = Workunit.objects.get(sequence_id=seq.id, sequence_index=0)
     assert wu.canonical_result.name == "clim_s0_1"
     assert wu.assimilate_state == AssimilateState.DONE
     assert WorkSequence.objects.get(id=seq.id).first_unvalidated.sequence_index == 2

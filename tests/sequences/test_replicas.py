@@ -179,7 +179,7 @@ def test_chains_that_keep_disagreeing_end_in_error_with_the_reason(project, chai
         f"replica chain r_r1 ended in error: {reason}",
     )
     assert not Result.objects.filter(
-        workunit__sequence__in=[r, r1], server_state=ServerState.INACTIVE
+        workunit__sequence_id__in=[r.id, r1.id], server_state=ServerState.INACTIVE
     ).exists()
 
 

@@ -215,9 +215,9 @@ def test_state_file_stays_on_the_host_and_the_report_is_uploaded(project, cpu_ap
 
 def test_sequence_results_are_invisible_to_the_general_source(project, cpu_app, computer, now):
     seq = _sequence(project, cpu_app, now)
-    assert set(Result.objects.filter(workunit__sequence=seq).values_list("server_state", flat=True)) == {
-        ServerState.INACTIVE
-    }
+    assert set(
+        Result.objects.filter(workunit__sequence_id=seq.id).values_list("server_state", flat=True)
+    ) == {ServerState.INACTIVE}
 
 
 def make_request_for(host, now):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from apps.protocol import WebRpcError
-from apps.scheduler.attach import AccountRpcError, account_lookup
 from apps.volunteers.models import Account, passwd_hash
 from apps.volunteers.services import (
     AccountEditError,
+    AccountRpcError,
     account_email_change,
     account_info_update,
+    account_lookup,
     account_password_set,
     account_venue_set,
 )

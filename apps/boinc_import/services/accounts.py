@@ -22,8 +22,8 @@ from apps.boinc_import.services.target import rows_insert
 from apps.core.db import execute_many
 from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.hosts.models import DeletedHost
-from apps.scheduler.attach import email_is_valid, user_name_problem
 from apps.volunteers.models import Account, DeletedAccount, Team
+from apps.volunteers.services import email_is_valid, user_name_problem
 
 TEAM_COLUMNS = (
     "id, create_time, userid, name, url, type, description, country, total_credit, expavg_credit, expavg_time"

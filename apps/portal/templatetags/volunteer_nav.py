@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 
 from apps.projects.models import Project
-from apps.scheduler.account_pages import session_account
+from apps.volunteers.sessions import session_account
 
 register = template.Library()
 

@@ -84,7 +84,7 @@ CANDIDATE_WORKUNIT_FIELDS = (
     "error_mask",
     "target_nresults",
     "locality_file_name",
-    "sequence",
+    "sequence_id",
     "sequence_index",
     "hr_class",
     "app_version",

@@ -50,7 +50,7 @@ def detached_results_over(ctx: RpcContext) -> int:
             project=ctx.project,
             host=host,
             server_state=ServerState.IN_PROGRESS,
-            workunit__sequence__isnull=True,
+            workunit__sequence_id__isnull=True,
         ).values_list("id", "name", "workunit_id")
         if name not in reported
     ]

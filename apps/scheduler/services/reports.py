@@ -62,7 +62,7 @@ REPORTED_COLUMNS = (
             "anonymous_proc_type",
         ),
     ),
-    ModelColumns(Workunit, "w", ("id", "project", "app", "name", "delay_bound", "sequence")),
+    ModelColumns(Workunit, "w", ("id", "project", "app", "name", "delay_bound", "sequence_id")),
 )
 ABORT_EXIT_STATUSES = frozenset({EXIT_ABORTED_BY_CLIENT, EXIT_ABORTED_VIA_GUI, EXIT_ABORTED_BY_PROJECT})
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
@@ -35,6 +35,7 @@ from apps.sequences.services import (
     sequence_extend,
     sequence_relocate,
 )
+from apps.sequences.services.rows import steps_counted
 from apps.sequences.services.steps import MAX_STEPS_PER_CALL
 from apps.sequences.services.waiting import sequence_wait
 from apps.work.api.serializers import InputSpecSerializer, JobSpecSerializer, OutputSpecSerializer
@@ -173,12 +174,11 @@ class WorkSequenceViewSet(
         if getattr(self, "swagger_fake_view", False):
             # Schema generation has no slug; the model alone gives the filters their types.
             return WorkSequence.objects.none()
-        return (
+        return steps_counted(
             WorkSequence.objects.filter(project__slug=self.kwargs["slug"])
             .select_related(
                 "app", "first_unvalidated", "first_undispatched", "checkpoint_result", "replica_of"
             )
-            .annotate(n_steps=Count("workunits"))
             .order_by("-id")
         )
 

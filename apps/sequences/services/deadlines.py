@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import random
 from datetime import datetime
+from typing import cast
 
 from django.db.models import Exists, OuterRef
 
@@ -76,11 +77,14 @@ def _due(project: Project, now: datetime, limit: int) -> list[tuple[int, bool]]:
         # Every list below is of live sequences; without one, the results query alone would
         # read through a project's ordinary results every pass.
         return []
-    failing = list(
-        Result.objects.filter(failed_results_query(now), project=project)
-        .order_by("workunit__sequence_id")
-        .values_list("workunit__sequence_id", flat=True)
-        .distinct()[:limit]
+    failing = cast(  # results of steps only: the query matches them to their sequence
+        "list[int]",
+        list(
+            Result.objects.filter(failed_results_query(now), project=project)
+            .order_by("workunit__sequence_id")
+            .values_list("workunit__sequence_id", flat=True)
+            .distinct()[:limit]
+        ),
     )
     behind = list(
         in_project.filter(state__in=LIVE_STATES, first_unvalidated__canonical_result__isnull=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import F, Q
+from django.db.models import Exists, OuterRef, Q
 
 from apps.hosts.models import Host
 from apps.projects.models import Project
@@ -31,7 +31,7 @@ def sequence_release_notified(*, sequence: WorkSequence, host: Host) -> list[str
     """The host is told that its sequence ended (or failed for good): the assignment goes.
     Returns the state files it holds for the sequence, which it may now delete."""
     names = list(
-        OutputFile.objects.filter(result__host=host, result__workunit__sequence=sequence)
+        OutputFile.objects.filter(result__host=host, result__workunit__sequence_id=sequence.id)
         .filter(Q(sticky=True) | Q(upload=False))
         .values_list("name", flat=True)
     )
@@ -51,7 +51,7 @@ def state_files_released(*, project: Project, host: Host, reported: list[str]) -
         name__in=reported,
         host=host,
         outcome=Outcome.SUCCESS,
-        workunit__sequence__isnull=False,
+        workunit__sequence_id__isnull=False,
         workunit__sequence_index__gt=0,
     ).values_list("workunit__sequence_id", "workunit__sequence_index")
     before = Q()
@@ -72,10 +72,10 @@ def state_files_of_assignment(*, host: Host, names: set[str]) -> dict[str, Outpu
     sequence: the reply declares them as the host's own (sticky, never downloaded)."""
     if not names:
         return {}
-    rows = OutputFile.objects.filter(
-        name__in=names,
-        result__host=host,
-        result__workunit__sequence__assigned_host=host,
-        result__sent_time__gte=F("result__workunit__sequence__assigned_time"),
+    assigned_to_host = WorkSequence.objects.filter(
+        id=OuterRef("result__workunit__sequence_id"),
+        assigned_host=host,
+        assigned_time__lte=OuterRef("result__sent_time"),
     )
+    rows = OutputFile.objects.filter(Exists(assigned_to_host), name__in=names, result__host=host)
     return {o.name: o for o in rows}

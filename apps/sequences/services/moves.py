@@ -26,10 +26,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 
 from apps.core import clock
 from apps.sequences.domain.rules import RelocationPlan, SequenceSnapshot, end_plan
+from apps.sequences.models import WorkSequence
 from apps.sequences.services.rows import Chain, head_save
 from apps.sequences.services.steps import checkpoint_stage, state_inputs_link, step_result_create
 from apps.work.domain.states import (
@@ -177,11 +178,13 @@ def undispatched_repair(chain: Chain) -> int:
 def failed_results_query(now: datetime) -> Q:
     """Results sent to a sequence's assigned host during its current assignment that failed or
     are past their deadline (the daemon's candidates; the grace period is checked per sequence)."""
-    return Q(
-        workunit__sequence__state=SequenceState.ASSIGNED,
-        host_id=F("workunit__sequence__assigned_host_id"),
-        sent_time__gte=F("workunit__sequence__assigned_time"),
-    ) & (
+    assigned_to_its_host = WorkSequence.objects.filter(
+        id=OuterRef("workunit__sequence_id"),
+        state=SequenceState.ASSIGNED,
+        assigned_host_id=OuterRef("host_id"),
+        assigned_time__lte=OuterRef("sent_time"),
+    )
+    return Q(Exists(assigned_to_its_host)) & (
         Q(server_state=ServerState.IN_PROGRESS, report_deadline__lt=now)
         | Q(server_state=ServerState.OVER, outcome__in=_FAILED)
         | Q(validate_state=ValidateState.INVALID)

@@ -176,4 +176,6 @@ def sequence_running_steps(*, sequence_ids: list[int]) -> int:
     chains = WorkSequence.objects.filter(
         Q(id__in=list(primaries)) | Q(replica_of_id__in=list(primaries)), state__in=LIVE_STATES
     )
-    return Result.objects.filter(workunit__sequence__in=chains, server_state=ServerState.IN_PROGRESS).count()
+    return Result.objects.filter(
+        workunit__sequence_id__in=chains.values("id"), server_state=ServerState.IN_PROGRESS
+    ).count()

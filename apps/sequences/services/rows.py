@@ -19,9 +19,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from apps.core import clock
+from apps.core.db import quoted_table
 from apps.sequences.domain.rules import SequenceSnapshot, SequenceStep
 from apps.sequences.models import WorkSequence
 from apps.sequences.services.steps import checkpoint_release, checkpoint_stage, first_inputs_release
@@ -45,6 +47,33 @@ class Chain:
 
     def workunit_at(self, index: int) -> Workunit | None:
         return self.workunits[index] if 0 <= index < len(self.workunits) else None
+
+
+def steps_counted(qs: QuerySet[WorkSequence]) -> QuerySet[WorkSequence]:
+    """The sequences with ``n_steps``, their number of step workunits."""
+    steps = (
+        Workunit.objects.filter(sequence_id=OuterRef("pk"))
+        .order_by()
+        .values("sequence_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return qs.annotate(n_steps=Coalesce(Subquery(steps, output_field=IntegerField()), 0))
+
+
+def steps_delete(sender: object, instance: WorkSequence, **kwargs: object) -> None:
+    """A sequence deleted takes its steps with it (connected to pre_delete in apps.py)."""
+    Workunit.objects.filter(sequence_id=instance.pk).delete()
+
+
+def steps_purge_hold() -> tuple[str, tuple[object, ...]]:
+    """db_purge's condition keeping the steps of a sequence that has not ended
+    (apps.work.services.extensions.purge_hold_register)."""
+    return (
+        f"w.sequence_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {quoted_table(WorkSequence)} s "
+        "WHERE s.id = w.sequence_id AND s.state IN (%s, %s))",
+        (int(SequenceState.ENDED), int(SequenceState.ERROR)),
+    )
 
 
 def heads_locked(qs: QuerySet[WorkSequence], *, skip_locked: bool = False) -> QuerySet[WorkSequence]:
@@ -97,10 +126,10 @@ def _step(wu: Workunit, result: Result | None, confirmed_upto: int | None, repli
 
 def chain_load(head: WorkSequence) -> Chain:
     """Load the steps of ``head`` (two queries) and build the pure snapshot."""
-    workunits = list(Workunit.objects.filter(sequence=head).order_by("sequence_index"))
+    workunits = list(Workunit.objects.filter(sequence_id=head.id).order_by("sequence_index"))
     index_of = {wu.id: wu.sequence_index or 0 for wu in workunits}
     results: dict[int, Result] = {}
-    for result in Result.objects.filter(workunit__sequence=head).order_by("id"):
+    for result in Result.objects.filter(workunit__sequence_id=head.id).order_by("id"):
         results[index_of[result.workunit_id]] = result  # the newest wins
     replicated = head.app.sequence_redundancy and (
         head.replica_of_id is not None or WorkSequence.objects.filter(replica_of=head).exists()

@@ -124,7 +124,7 @@ def _step_job(
         max_success_results=STEP_MAX_RESULTS,
         extra={
             **template.extra,
-            "sequence": head,
+            "sequence_id": head.id,
             "sequence_index": index,
             "restartable": restartable,
             "transitioner_flags": TRANSITION_FLAG_NO_NEW_RESULTS,
@@ -222,7 +222,7 @@ def first_inputs_release(head: WorkSequence) -> int:
     """The sequence has its first checkpoint: step 0's own inputs may go once nothing uses them
     (the file deleter's pass over READY input files). Returns the number released."""
     file_ids = WorkunitFileRef.objects.filter(
-        workunit__sequence=head,
+        workunit__sequence_id=head.id,
         workunit__sequence_index=0,
         ordinal__gte=FIRST_INPUT_ORDINAL,
         ordinal__lt=CHAIN_INPUT_ORDINAL,

@@ -6,6 +6,7 @@ from apps.applications.models import App
 from apps.projects.models import Project
 from apps.submit.models import Batch, UserSubmit, UserSubmitApp
 from apps.volunteers.models import Account
+from apps.volunteers.services import account_with_key
 
 BAD_AUTHENTICATOR = "bad authenticator"
 
@@ -26,7 +27,7 @@ def submitter_check(
     also be allowed to submit to that app (all apps, or a row for this one)."""
     if not authenticator:
         raise SubmitError("no authenticator")
-    account = Account.objects.filter(project=project, authenticator=authenticator).first()
+    account = account_with_key(project=project, authenticator=authenticator)
     if account is None:
         raise SubmitError(BAD_AUTHENTICATOR)
     submitter = UserSubmit.objects.filter(account=account).first()

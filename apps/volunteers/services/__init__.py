@@ -1,5 +1,18 @@
-"""Volunteer services: account edits, teams, and the batch upgrade of legacy password rows."""
+"""Volunteer services: accounts (creation, lookup, password and key checks, edits), teams, and
+the batch upgrade of legacy password rows."""
 
+from apps.volunteers.services.access import (
+    ERR_GENERIC,
+    AccountRpcError,
+    account_by_key,
+    account_create,
+    account_find,
+    account_lookup,
+    account_with_key,
+    am_info_get,
+    email_is_valid,
+    user_name_problem,
+)
 from apps.volunteers.services.accounts import (
     VENUE_CHOICES,
     AccountEditError,
@@ -29,18 +42,27 @@ from apps.volunteers.services.teams import (
 )
 
 __all__ = [
+    "ERR_GENERIC",
     "VENUE_CHOICES",
     "AccountEditError",
+    "AccountRpcError",
     "PasswdHashUpgrade",
     "TeamError",
     "TeamFields",
+    "account_by_key",
+    "account_create",
     "account_email_change",
+    "account_find",
     "account_info_update",
+    "account_lookup",
     "account_passwd_hash_upgrade_batch",
     "account_passwd_hashes_upgrade",
     "account_password_matches",
     "account_password_set",
     "account_venue_set",
+    "account_with_key",
+    "am_info_get",
+    "email_is_valid",
     "team_create",
     "team_founder_change",
     "team_founder_decline",
@@ -50,4 +72,5 @@ __all__ = [
     "team_joinable_named",
     "team_quit",
     "team_update",
+    "user_name_problem",
 ]

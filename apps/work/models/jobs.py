@@ -107,10 +107,10 @@ class Workunit(models.Model):
     # Locality scheduling: the large input file this workunit uses (from FILENAME__*).
     locality_file_name = models.CharField(max_length=254, blank=True, db_index=True)
 
-    # Work sequences (seed 001).
-    sequence = models.ForeignKey(
-        "sequences.WorkSequence", null=True, blank=True, on_delete=models.CASCADE, related_name="workunits"
-    )
+    # Work sequences: the id of the sequence (apps.sequences' WorkSequence) this
+    # workunit is a step of. A plain column, as work sits below the sequences app; that app
+    # deletes a sequence's steps with it.
+    sequence_id = models.BigIntegerField(null=True, blank=True, db_index=True)
     sequence_index = models.PositiveIntegerField(null=True, blank=True)
     restartable = models.BooleanField(default=False, help_text="Its result uploads the full state")
 
@@ -119,8 +119,8 @@ class Workunit(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="workunit_unique_name"),
             models.UniqueConstraint(
-                fields=["sequence", "sequence_index"],
-                condition=Q(sequence__isnull=False),
+                fields=["sequence_id", "sequence_index"],
+                condition=Q(sequence_id__isnull=False),
                 name="workunit_seq_step",
             ),
             models.CheckConstraint(

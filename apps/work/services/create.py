@@ -619,7 +619,7 @@ def _create_one(
     _job_check(job, name)
     extra = dict(job.extra)
     if job.target is not None:
-        if "transitioner_flags" in extra or "sequence" in extra:
+        if "transitioner_flags" in extra or "sequence_id" in extra:
             raise WorkError(f"workunit {name!r}: a work-sequence step cannot be targeted or broadcast")
         extra["transitioner_flags"] = transitioner_flags_for(job.target)
     inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]

@@ -51,9 +51,10 @@ from apps.core import clock
 from apps.core.db import ModelColumns, any_of, db_datetime, execute, fetch_rows, quoted_table
 from apps.projects.models import DaemonRun, Project
 from apps.projects.services import DaemonPass, daemon_lock
-from apps.work.domain.states import FileDeleteState, SequenceState
+from apps.work.domain.states import FileDeleteState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.services.claims import FailedAlone, rows_batch_run
+from apps.work.services.extensions import purge_holds
 
 ARCHIVE_FORMAT = 1
 DAEMON_RUN_KEEP = timedelta(days=30)
@@ -126,21 +127,21 @@ def _purgeable_lock(
     if only is not None or skip:
         picked, picked_params = any_of("w.id", list(only if only is not None else skip), "bigint")
         picked = f" AND {picked}" if only is not None else f" AND NOT ({picked})"
-    sequences = cast("type[models.Model]", Workunit._meta.get_field("sequence").related_model)
+    # Kept: workunits an app above work holds (a step of a sequence that has not ended).
+    holds = purge_holds()
+    held = "".join(f"AND NOT ({sql}) " for sql, _ in holds)
     lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     rows = fetch_rows(
         f"SELECT {_WORKUNIT.sql()} FROM {quoted_table(Workunit)} w "
-        f"LEFT JOIN {quoted_table(sequences)} s ON s.id = w.sequence_id "
         "WHERE w.project_id = %s AND w.file_delete_state = %s AND w.create_time <= %s "
-        "AND (w.sequence_id IS NULL OR s.state IN (%s, %s)) "
+        f"{held}"
         f"AND NOT EXISTS (SELECT 1 FROM {quoted_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s)"
         f"{picked} ORDER BY w.id LIMIT %s{lock}",
         [
             project.id,
             DONE,
             db_datetime(cutoff),
-            int(SequenceState.ENDED),
-            int(SequenceState.ERROR),
+            *(param for _, params in holds for param in params),
             db_datetime(cutoff),
             *picked_params,
             limit,

@@ -163,7 +163,7 @@ _WORKUNIT = ModelColumns(
         "canonical_result",
         "transition_time",
         "error_mask",
-        "sequence",
+        "sequence_id",
     ],
 )
 _CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])

@@ -93,9 +93,10 @@ def _shown(ctx: RpcContext) -> dict[int, set[str]]:
     shown: dict[int, set[str]] = {}
     if names:
         rows = Result.objects.filter(
-            project=ctx.project, name__in=names, workunit__sequence__isnull=False
+            project=ctx.project, name__in=names, workunit__sequence_id__isnull=False
         ).values_list("name", "workunit__sequence_id")
         for name, seq_id in rows:
+            assert seq_id is not None  # sequence_id__isnull=False above
             shown.setdefault(seq_id, set()).add(name)
     return shown
 
@@ -140,7 +141,7 @@ def _lost(ctx: RpcContext, seq: WorkSequence, shows: bool) -> bool:
         return False
     # A stock client lists its tasks; an idle holder (every step reported) still holds the state.
     return Result.objects.filter(
-        workunit__sequence=seq, host=ctx.host, server_state=ServerState.IN_PROGRESS
+        workunit__sequence_id=seq.id, host=ctx.host, server_state=ServerState.IN_PROGRESS
     ).exists()
 
 
@@ -213,7 +214,7 @@ def _mix_cap(dispatcher: Dispatcher, fraction: float, wanted: int) -> int | None
         return remaining
     in_progress = Result.objects.filter(host=dispatcher.ctx.host, server_state=ServerState.IN_PROGRESS)
     total = in_progress.count() + len(dispatcher.ctx.sent)
-    seq_jobs = in_progress.filter(workunit__sequence__isnull=False).count() + sum(
+    seq_jobs = in_progress.filter(workunit__sequence_id__isnull=False).count() + sum(
         1 for job in dispatcher.ctx.sent if job.result.workunit.sequence_id
     )
     cap = max_sequence_jobs(

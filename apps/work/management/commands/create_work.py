@@ -1,7 +1,7 @@
 """BOINC's create_work: create workunits (and their first results) from templates and files.
 
-The sequences app extends this command with seed 001's ``--sequence`` options (its own
-create_work, which Django runs instead of this one, subclasses this Command).
+Apps built on work add options from their AppConfig.ready()
+(apps.work.management.create_work_extensions): the sequences app adds ``--sequence``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from apps.applications.models import App
 from apps.core.progress import Progress
 from apps.projects.models import Project
 from apps.work.domain.assignments import TARGET_OPTIONS, target_from_options
+from apps.work.management.create_work_extensions import create_work_extensions
 from apps.work.services import JobSpec, WorkError, workunits_create
 from apps.work.services.templates import job_from_templates, load_input_template, load_output_template
 
@@ -66,7 +67,8 @@ class Command(BaseCommand):
     help = (
         "Create jobs: create_work --project SLUG --appname NAME [--wu_name NAME] [--wu_template F] "
         "[--result_template F] [--rsc_fpops_est X ...] [--target_host ID | --target_user ID | "
-        "--target_team ID | --broadcast | --broadcast_user ID | --broadcast_team ID] [--stdin] [INPUT_FILE ...]"
+        "--target_team ID | --broadcast | --broadcast_user ID | --broadcast_team ID] [--stdin] [INPUT_FILE ...] "
+        "[the options the apps built on work add, listed below]"
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -78,9 +80,19 @@ class Command(BaseCommand):
             "--stdin", action="store_true", help="one job per line: per-job options and files"
         )
         add_job_options(parser)
+        for extension in create_work_extensions():
+            extension.add_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
         project, app = self.project_and_app(opts)
+        extension = next((e for e in create_work_extensions() if e.wanted(opts)), None)
+        if extension is not None:
+            try:
+                done = extension.create(project, app, opts)
+            except WorkError as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(self.style.SUCCESS(done))
+            return
         try:
             in_t = load_input_template(opts["wu_template"]) if opts["wu_template"] else None
             out_t = load_output_template(opts["result_template"]) if opts["result_template"] else None
