@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('sequences', '0001_initial'),
-        ('work', '0012_assignment_targeted_and_broadcast_jobs'),
+        ('work', '0013_workunit_hr_class'),
     ]
 
     operations = [
