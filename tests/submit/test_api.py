@@ -118,6 +118,14 @@ def test_a_wrong_key_is_refused(client, project, app, alice):
     assert response.json() == {"detail": "bad authenticator"}
 
 
+def test_guessing_keys_is_refused_after_the_log_in_limit(client, project, alice, settings):
+    settings.COBBLESTONE_RATELIMIT_LOGIN_IP = "3/15m"
+    codes = [
+        client.get(f"{API}/batches/", HTTP_AUTHORIZATION=f"Token guess{i}").status_code for i in range(4)
+    ]
+    assert codes == [401, 401, 401, 429]
+
+
 def test_a_volunteer_who_is_not_a_submitter_is_refused(client, project, volunteers):
     response = client.get(f"{API}/batches/", **_auth(volunteers[0]))
     assert response.status_code == 401
