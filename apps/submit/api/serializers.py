@@ -11,7 +11,7 @@ from apps.protocol.submit_rpc import JOB_PARAMS, BatchDesc, InputFileDesc, JobDe
 from apps.submit.domain.states import BatchState
 from apps.submit.models import Batch
 
-_INT32 = {"min_value": -(2**31), "max_value": 2**31 - 1}
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -65,17 +65,22 @@ class InputFileSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(
         ["local_staged", "inline"], help_text="local_staged: an uploaded jf_ file; inline: the contents"
     )
-    source = serializers.CharField(trim_whitespace=False, help_text="The jf_ name, or the contents")
+    # BOINC's field name; DRF's metaclass takes declared fields off the class, so no clash.
+    source = serializers.CharField(  # type: ignore[assignment]
+        trim_whitespace=False, help_text="The jf_ name, or the contents"
+    )
 
 
 class JobSerializer(serializers.Serializer):
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=254)
     rsc_fpops_est = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0)
     command_line = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False)
-    priority = serializers.IntegerField(required=False, allow_null=True, default=None, **_INT32)
-    target_team = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1)
-    target_user = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1)
-    target_host = serializers.IntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1)
+    priority = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=INT32_MIN, max_value=INT32_MAX
+    )
+    target_team = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT32_MAX)
+    target_user = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT32_MAX)
+    target_host = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT32_MAX)
     input_template = serializers.CharField(required=False, default="", allow_blank=True)
     output_template = serializers.CharField(required=False, default="", allow_blank=True)
     input_files = InputFileSerializer(many=True, required=False, default=list)
@@ -92,7 +97,9 @@ class JobsSerializer(serializers.Serializer):
         default=dict,
         help_text=f"Defaults for every job: {', '.join(JOB_PARAMS)}",
     )
-    priority = serializers.IntegerField(required=False, allow_null=True, default=None, **_INT32)
+    priority = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=INT32_MIN, max_value=INT32_MAX
+    )
     allocation_priority = serializers.BooleanField(required=False, default=False)
     input_template_filename = serializers.CharField(required=False, default="", allow_blank=True)
     output_template_filename = serializers.CharField(required=False, default="", allow_blank=True)
@@ -151,7 +158,7 @@ class JobStatusSerializer(serializers.Serializer):
     name = serializers.CharField()
     status = serializers.CharField(help_text="queued, in_progress, done or error")
     canonical_instance_id = serializers.IntegerField(help_text="The canonical result's id; 0 if none yet")
-    errors = serializers.ListField(child=serializers.CharField())
+    errors = serializers.ListField(child=serializers.CharField())  # type: ignore[assignment]  # a field, as above
     exit_statuses = serializers.ListField(child=serializers.IntegerField())
     cpu_time = serializers.FloatField(allow_null=True)
 

@@ -60,7 +60,7 @@ _REFUSED = {
 _OK = inline_serializer("SubmitOk", {"success": serializers.BooleanField()})
 _ESTIMATE = inline_serializer("BatchEstimate", {"seconds": serializers.FloatField()})
 _ABSENT = inline_serializer("AbsentFiles", {"absent": serializers.ListField(child=serializers.CharField())})
-_BINARY = {(200, "application/octet-stream"): OpenApiTypes.BINARY, **_REFUSED}
+_BINARY: dict[Any, Any] = {(200, "application/octet-stream"): OpenApiTypes.BINARY, **_REFUSED}
 
 
 class _SubmitterView(APIView):
@@ -155,7 +155,8 @@ class BatchViewSet(_SubmitterView, viewsets.GenericViewSet):
         batch still in state INIT (all or none)."""
         batch = self.batch(pk)
         if request.method == "GET":
-            page = self.paginate_queryset(selectors.batch_jobs(batch, details=True))  # type: ignore[arg-type]
+            jobs: Any = selectors.batch_jobs(batch, details=True)  # DRF's paginator takes a list too
+            page = self.paginate_queryset(jobs)
             return self.get_paginated_response(JobStatusSerializer(page, many=True).data)
         data = _valid(JobsSerializer(data=request.data, max_jobs=settings.COBBLESTONE_SUBMIT_MAX_JOBS))
         project = self.project()
