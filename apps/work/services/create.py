@@ -508,7 +508,8 @@ def workunits_create(
 ) -> list[Workunit]:
     """Create many workunits atomically: either all are created or none (and no file is left).
 
-    ``progress`` is called with 1 after each workunit (a command's progress line)."""
+    ``progress`` is called with 1 after each job is checked and its inputs staged (a
+    command's progress line); the rows are then inserted in bulk."""
     if app.project_id != project.id:
         raise WorkError(f"app {app.name!r} does not belong to project {project.slug}")
     if app.deprecated:
