@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/v1/", include("apps.portal.api.urls")),
     path("api/v1/", include("apps.credit.api.urls")),
     path("api/v1/", include("apps.trickles.api.urls")),
+    path("api/v1/", include("apps.submit.api.urls")),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),  # JSON, not the project pages' HTML 404
     path("", include("apps.scheduler.urls")),
     path("", include("apps.submit.urls")),

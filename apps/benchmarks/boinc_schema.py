@@ -309,6 +309,40 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("consent_not_required", TINY),
         ("source", "varchar(255) not null default ''"),
     ],
+    "batch": [
+        ("id", "integer not null auto_increment"),
+        ("user_id", INT),
+        ("create_time", INT),
+        ("logical_start_time", DOUBLE),
+        ("logical_end_time", DOUBLE),
+        ("est_completion_time", DOUBLE),
+        ("njobs", INT),
+        ("fraction_done", DOUBLE),
+        ("nerror_jobs", INT),
+        ("state", INT),
+        ("completion_time", DOUBLE),
+        ("credit_estimate", DOUBLE),
+        ("credit_canonical", DOUBLE),
+        ("credit_total", DOUBLE),
+        ("name", "varchar(255) not null default ''"),
+        ("app_id", INT),
+        ("project_state", INT),
+        ("description", "varchar(255) not null default ''"),
+        ("expire_time", DOUBLE),
+    ],
+    "user_submit": [
+        ("user_id", INT),
+        ("quota", DOUBLE),
+        ("logical_start_time", DOUBLE),
+        ("submit_all", TINY),
+        ("manage_all", TINY),
+        ("max_jobs_in_progress", INT),
+    ],
+    "user_submit_app": [
+        ("user_id", INT),
+        ("app_id", INT),
+        ("manage", TINY),
+    ],
 }
 # Primary keys of the tables without an id column (and the unique keys BOINC adds).
 KEYS = {
@@ -317,6 +351,8 @@ KEYS = {
     "credit_team": "primary key (teamid, appid, credit_type)",
     "user_deleted": "primary key (userid)",
     "host_deleted": "primary key (hostid)",
+    "user_submit": "primary key (user_id)",
+    "user_submit_app": "primary key (user_id, app_id)",
 }
 UNIQUE = {
     "platform": ("name",),

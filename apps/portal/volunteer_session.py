@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 
@@ -15,15 +16,15 @@ from apps.projects.models import Project
 from apps.volunteers.models import Account
 from apps.volunteers.sessions import session_account
 
-AccountView = Callable[..., HttpResponse]
+AccountView = Callable[..., HttpResponseBase]
 
 
-def volunteer_required(view: AccountView) -> Callable[..., HttpResponse]:
+def volunteer_required(view: AccountView) -> Callable[..., HttpResponseBase]:
     """The view gets (request, project, account); a visitor not logged in to the project is
     sent to its log-in page."""
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponseBase:
         project = get_object_or_404(Project, slug=slug)
         account = session_account(request, project)
         if account is None:

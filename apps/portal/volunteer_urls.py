@@ -12,6 +12,7 @@ from apps.portal import (
     delete_views,
     password_views,
     prefs_views,
+    submit_views,
     task_views,
     team_views,
     web_rpcs,
@@ -45,6 +46,11 @@ urlpatterns = [
     path("<slug:slug>/results.php", task_views.results, name="results"),
     path("<slug:slug>/result.php", task_views.result, name="result"),
     path("<slug:slug>/workunit.php", task_views.workunit, name="workunit"),
+    # Job submission, for submitters.
+    path("<slug:slug>/submit.php", submit_views.batches, name="submit"),
+    path("<slug:slug>/submit_batch.php", submit_views.batch, name="submit_batch"),
+    path("<slug:slug>/submit_batch_action.php", submit_views.batch_action, name="submit_batch_action"),
+    path("<slug:slug>/submit_output.php", never_cache(submit_views.batch_output), name="submit_output"),
     # Teams.
     path("<slug:slug>/team_create.php", team_views.create, name="team_create"),
     path("<slug:slug>/team_edit.php", team_views.edit, name="team_edit"),

@@ -58,7 +58,7 @@ _LEAVES = (
     "min_mod_time",
     "delete_time",
 )
-_JOB_PARAMS = ("rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound", "delay_bound")
+JOB_PARAMS = ("rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound", "delay_bound")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +181,7 @@ def _batch(element: etree._Element, max_jobs: int) -> BatchDesc:
         elif tag == "job_params":
             # BOINC's C++ client writes every parameter, 0 for "not given".
             for p in child_elements(child):
-                if p.tag in _JOB_PARAMS and leaf_text(p).strip():
+                if p.tag in JOB_PARAMS and leaf_text(p).strip():
                     value = _float(p, f"job_params/{p.tag}")
                     if value:
                         params[str(p.tag)] = value

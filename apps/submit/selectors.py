@@ -154,3 +154,16 @@ def completed_job(workunit: Workunit) -> CompletedJob:
         cpu_time=result.cpu_time,
         stderr_out=result.stderr_out,
     )
+
+
+def canonical_outputs(result_ids: list[int]) -> dict[int, tuple[str, list[str]]]:
+    """Each canonical result's name and its output files' names in file-number order."""
+    names = dict(Result.objects.filter(id__in=result_ids).values_list("id", "name"))
+    files: dict[int, list[str]] = defaultdict(list)
+    for rid, name in (
+        OutputFile.objects.filter(result_id__in=result_ids)
+        .order_by("result_id", "ordinal")
+        .values_list("result_id", "name")
+    ):
+        files[rid].append(name)
+    return {rid: (name, files.get(rid, [])) for rid, name in names.items()}

@@ -5,7 +5,6 @@ Every refusal of the RPCs is BOINC's error reply with HTTP 200, and writes nothi
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Callable
 from urllib.parse import parse_qs
@@ -33,6 +32,7 @@ from apps.submit.services.permissions import (
     BAD_AUTHENTICATOR,
     SubmitError,
     app_named,
+    authenticator_identity,
     batch_owned,
     submitter_check,
 )
@@ -70,10 +70,6 @@ def _account(project: Project, req: rpc.SubmitRequest, app_name: str | None = No
     app = app_named(project=project, name=app_name) if app_name is not None else None
     account, _ = submitter_check(project=project, authenticator=req.authenticator, app=app)
     return account
-
-
-def _refreshed(batch: Batch) -> Batch:
-    return batch_services.batch_refresh(batch=batch) if batch.state == BatchState.IN_PROGRESS else batch
 
 
 def _batch(project: Project, req: rpc.SubmitRequest) -> Batch:
@@ -128,12 +124,15 @@ def _query_batches(project: Project, req: rpc.SubmitRequest) -> bytes:
     account = _account(project, req)
     cpu = bool(req.integer("get_cpu_time"))
     batches = Batch.objects.filter(project=project, owner=account).exclude(state=BatchState.RETIRED)
-    infos = [selectors.batch_info(_refreshed(b), cpu_time=cpu) for b in batches.select_related("app")]
+    infos = [
+        selectors.batch_info(batch_services.batch_current(b), cpu_time=cpu)
+        for b in batches.select_related("app")
+    ]
     return rpc.render_query_batches(infos)
 
 
 def _query_batch(project: Project, req: rpc.SubmitRequest) -> bytes:
-    batch = _refreshed(_batch(project, req))
+    batch = batch_services.batch_current(_batch(project, req))
     info = selectors.batch_info(batch, cpu_time=bool(req.integer("get_cpu_time")))
     jobs = selectors.batch_jobs(batch, details=bool(req.integer("get_job_details")))
     return rpc.render_query_batch(info, jobs)
@@ -260,7 +259,7 @@ def _xml(body: bytes) -> HttpResponse:
 def _guarded(request: HttpRequest, req: rpc.SubmitRequest, handle: Callable[[], bytes]) -> bytes:
     """A wrong authenticator counts as a failed log-in, under a hash of the key tried, so the
     limits per client address refuse a guesser as they do on the account RPCs."""
-    identity = "key:" + hashlib.sha256(req.authenticator.encode()).hexdigest()[:32]
+    identity = authenticator_identity(req.authenticator)
     wait = login_wait(request, identity)
     if wait is not None:
         raise SubmitError(f"Too many attempts; try again in {wait_text(wait)}.")

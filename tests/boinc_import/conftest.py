@@ -160,7 +160,8 @@ BOB = Volunteer(2, "bob@example.org", "bobs secret", "b" * 32)
 
 def fill_standard_project(db: BoincDb, keys: Keys) -> Scenario:
     """One app with a signed version, a team of two volunteers, a host with credit and
-    statistics, a job in progress on it, an unsent job and a finished one."""
+    statistics, a job in progress on it, an unsent job and a finished one, all three in a
+    batch of Ada's, who may submit."""
     now = time.time()
     day = 86400.0
     db.add(
@@ -251,10 +252,28 @@ def fill_standard_project(db: BoincDb, keys: Keys) -> Scenario:
         "credit_user", userid=ADA.id, appid=1, njobs=20, total=3000.0, expavg=100.25, expavg_time=now - day
     )
     db.add("credit_team", teamid=1, appid=1, njobs=35, total=5000.0, expavg=120.5, expavg_time=now - 2 * day)
+    db.add("user_submit", user_id=ADA.id, quota=2.0, manage_all=1, max_jobs_in_progress=100)
+    db.add("user_submit_app", user_id=ADA.id, app_id=1, manage=1)
+    db.add(
+        "batch",
+        id=5,
+        user_id=ADA.id,
+        app_id=1,
+        name="sweep",
+        state=1,
+        njobs=3,
+        fraction_done=0.25,
+        create_time=int(now - 2 * day),
+        est_completion_time=int(now + day),
+        logical_start_time=now - 2 * day,
+        logical_end_time=now + day,
+        credit_canonical=12.5,
+    )
     for wu_id, name, assimilated in ((11, "wu_running", 0), (12, "wu_fresh", 0), (13, "wu_done", 2)):
         db.add(
             "workunit",
             id=wu_id,
+            batch=5,
             appid=1,
             name=name,
             xml_doc=workunit_doc(),

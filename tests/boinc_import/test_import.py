@@ -20,6 +20,7 @@ from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.hosts.models import DeletedHost, Host, HostAppVersion
 from apps.projects.models import Platform, Project
 from apps.protocol.filenames import partial_upload_name
+from apps.submit.models import Batch, UserSubmit, UserSubmitApp
 from apps.volunteers.models import Account, DeletedAccount, Team
 from apps.work.domain.assignments import TargetType
 from apps.work.domain.states import Outcome, ServerState
@@ -38,7 +39,7 @@ from tests.boinc_import.conftest import (
     result_doc,
     write,
 )
-from tests.factories import AccountFactory, HostFactory, ProjectFactory
+from tests.factories import AccountFactory, AppFactory, HostFactory, ProjectFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.mysql, pytest.mark.slow, pytest.mark.postgres]
 
@@ -58,6 +59,9 @@ IMPORTED_MODELS = (
     Host,
     HostAppVersion,
     DeletedHost,
+    UserSubmit,
+    UserSubmitApp,
+    Batch,
     Workunit,
     InputFile,
     WorkunitFileRef,
@@ -426,6 +430,9 @@ TABLES_IN_ORDER = [
     "host",
     "host_app_version",
     "host_deleted",
+    "user_submit",
+    "user_submit_app",
+    "batch",
     "workunit",
     "result",
     "canonical result",
@@ -469,11 +476,11 @@ def test_the_operator_sees_progress_per_table_then_a_summary(boinc_db, standard,
     header = lines.index(next(line for line in lines if line.split()[:2] == ["table", "read"]))
     assert header > max(i for i, line in enumerate(lines) if PROGRESS_LINE.match(line))
     assert lines[header].split() == ["table", "read", "imported", "refused", "changed", "seconds", "rows/s"]
-    summary = {line.split()[0]: line.split()[1:5] for line in lines[header + 1 : header + 17]}
+    summary = {line.split()[0]: line.split()[1:5] for line in lines[header + 1 : header + 20]}
     assert summary["user"] == ["23", "22", "1", "20"]  # the 20 new users have no password
     assert summary["host"] == ["1", "1", "0", "0"]
     assert summary["result"] == ["2", "2", "0", "0"]
-    assert re.fullmatch(r"total \d+\.\d s", lines[header + 17])
+    assert re.fullmatch(r"total \d+\.\d s", lines[header + 20])
     assert "refused user 3: email_addr 'not an email': not a valid email address" in lines
     assert "20 rows imported with a change (-v 2 lists them)" in lines
     assert lines[-1] == "Project oldproj: http://boinc.example.org/oldproj/"
@@ -605,3 +612,57 @@ def test_new_rows_after_the_import_get_ids_above_the_imported_ones(boinc_db, sta
     project = Project.objects.get()
     assert AccountFactory(project=project).pk > 2
     assert HostFactory(project=project, account=Account.objects.get(pk=1)).pk > 7
+
+
+# --- batches and submitters -------------------------------------------------------------------
+
+
+def test_batches_and_submitters_arrive_and_workunits_keep_their_batch(boinc_db, standard, project_dir):
+    import_boinc(boinc_db, project_dir)
+    batch = Batch.objects.get()
+    assert (batch.pk, batch.name, batch.owner.email_addr, batch.app.name) == (
+        5,
+        "sweep",
+        standard.ada.email,
+        "worker",
+    )
+    assert (batch.state, batch.njobs, batch.fraction_done, batch.credit_canonical) == (1, 3, 0.25, 12.5)
+    assert batch.expire_time is None
+    assert set(Workunit.objects.values_list("batch", flat=True)) == {5}
+    submitter = UserSubmit.objects.get()
+    assert (submitter.account.email_addr, submitter.quota, submitter.manage_all) == (
+        standard.ada.email,
+        2.0,
+        True,
+    )
+    assert submitter.max_jobs_in_progress == 100
+    assert list(UserSubmitApp.objects.values_list("app__name", "manage")) == [("worker", True)]
+
+
+def test_batch_ids_taken_by_another_project_are_shifted_with_their_workunits(boinc_db, standard, project_dir):
+    other = ProjectFactory(slug="other")
+    Batch.objects.create(
+        id=5, project=other, owner=AccountFactory(project=other), app=AppFactory(project=other), name="x"
+    )
+    import_boinc(boinc_db, project_dir)
+    batch = Batch.objects.get(project__slug="oldproj")
+    assert batch.pk > 5
+    assert set(Workunit.objects.filter(project=batch.project).values_list("batch", flat=True)) == {batch.pk}
+
+
+def test_batches_with_one_name_or_none_get_names_of_their_own(boinc_db, standard, project_dir):
+    boinc_db.add("batch", id=6, user_id=standard.ada.id, app_id=1, name="sweep", create_time=1_600_000_000)
+    boinc_db.add("batch", id=7, user_id=standard.ada.id, app_id=1, name="", create_time=1_600_000_000)
+    import_boinc(boinc_db, project_dir)
+    assert list(Batch.objects.order_by("pk").values_list("name", flat=True)) == [
+        "sweep",
+        "sweep#6",
+        "batch 7",
+    ]
+
+
+def test_a_batch_of_a_user_not_imported_is_refused(boinc_db, standard, project_dir):
+    boinc_db.add("batch", id=6, user_id=99, app_id=1, name="orphan", create_time=1_600_000_000)
+    import_boinc(boinc_db, project_dir)
+    assert ("batch", 6, True, "its user 99 was not imported") in stored_issues()
+    assert list(Batch.objects.values_list("pk", flat=True)) == [5]

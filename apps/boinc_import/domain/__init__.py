@@ -30,6 +30,7 @@ from apps.boinc_import.domain.schema import (
     schema_problems,
     schema_refusal,
 )
+from apps.boinc_import.domain.submit import map_batch, map_user_submit, map_user_submit_app, workunit_batch
 from apps.boinc_import.domain.values import Mapped, Row, RowRefused, file_name_check
 from apps.boinc_import.domain.work import (
     FINISHED_WORKUNIT_SQL,
@@ -68,6 +69,7 @@ __all__ = [
     "map_app_credit",
     "map_app_version",
     "map_assignment",
+    "map_batch",
     "map_deleted",
     "map_host",
     "map_host_app_version",
@@ -75,6 +77,8 @@ __all__ = [
     "map_result",
     "map_team",
     "map_user",
+    "map_user_submit",
+    "map_user_submit_app",
     "map_workunit",
     "output_files",
     "plan_ids",
@@ -82,4 +86,5 @@ __all__ = [
     "schema_refusal",
     "stats_consent",
     "stored_passwd_hash",
+    "workunit_batch",
 ]

@@ -221,6 +221,31 @@ REQUIRED_COLUMNS: dict[str, frozenset[str]] = {
     "host_deleted": frozenset({"hostid", "public_cross_project_id", "create_time"}),
     "consent": frozenset({"id", "userid", "consent_type_id", "consent_time", "consent_flag"}),
     "consent_type": frozenset({"id", "shortname", "enabled"}),
+    "batch": frozenset(
+        {
+            "id",
+            "user_id",
+            "create_time",
+            "logical_start_time",
+            "logical_end_time",
+            "est_completion_time",
+            "njobs",
+            "fraction_done",
+            "nerror_jobs",
+            "state",
+            "completion_time",
+            "credit_estimate",
+            "credit_canonical",
+            "name",
+            "app_id",
+            "description",
+            "expire_time",
+        }
+    ),
+    "user_submit": frozenset(
+        {"user_id", "quota", "logical_start_time", "submit_all", "manage_all", "max_jobs_in_progress"}
+    ),
+    "user_submit_app": frozenset({"user_id", "app_id", "manage"}),
 }
 
 

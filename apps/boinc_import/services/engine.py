@@ -73,6 +73,7 @@ class ImportRun:
     users: IdMap = field(default_factory=IdMap)
     hosts: IdMap = field(default_factory=IdMap)
     workunits: IdMap = field(default_factory=IdMap)
+    batches: IdMap = field(default_factory=IdMap)
 
     @property
     def now_unix(self) -> float:

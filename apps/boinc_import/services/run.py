@@ -7,7 +7,8 @@ A pass:
 2. creates the Cobblestone project (first run) or finds the one an earlier run made;
 3. imports, in dependency order, platforms, apps and app versions (with files), teams,
    users, team founders, per-app credit, deleted users, hosts, host_app_version records,
-   deleted hosts, workunits still in progress (with input files), their results (with
+   deleted hosts, submitters (user_submit, user_submit_app), batches, workunits still in
+   progress (with input files and their batch), their results (with
    output files, and canonical results) and their assignments (targeted and broadcast jobs);
 4. marks the import finished and refreshes the planner's statistics.
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from apps.boinc_import.domain import schema_refusal
 from apps.boinc_import.models import BoincImport
-from apps.boinc_import.services import accounts, applications, hosts, work
+from apps.boinc_import.services import accounts, applications, hosts, submit, work
 from apps.boinc_import.services.engine import ImportRun, Issue, Progress, TableStats
 from apps.boinc_import.services.project import BoincImportError, project_files_read, project_open
 from apps.boinc_import.services.source import BoincSource, SourceError, parse_source_url
@@ -50,6 +51,8 @@ STEPS: tuple[Callable[[ImportRun], None], ...] = (
     hosts.hosts_import,
     hosts.host_app_versions_import,
     hosts.deleted_hosts_import,
+    submit.submitters_import,
+    submit.batches_import,
     work.workunits_import,
     work.results_import,
     work.assignments_import,

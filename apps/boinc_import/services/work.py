@@ -25,6 +25,7 @@ from apps.boinc_import.domain import (
     map_result,
     map_workunit,
     output_files,
+    workunit_batch,
 )
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.files import FileClash, boinc_file, file_copy, file_place, md5_of
@@ -69,6 +70,7 @@ def workunits_import(run: ImportRun) -> None:
             row, now=run.now_unix, apps=run.apps, versions=run.versions, doc=_doc(row, "xml_doc")
         )
         mapped.values["output_files"] = templates.output_files(str(row["result_template_file"] or ""))
+        mapped.values["batch"] = workunit_batch(mapped.values["batch"], run.batches)
         return mapped
 
     inputs = InputFiles(run)

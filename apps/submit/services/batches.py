@@ -93,6 +93,11 @@ def batch_refresh(*, batch: Batch, now: datetime | None = None) -> Batch:
     return batch
 
 
+def batch_current(batch: Batch) -> Batch:
+    """The batch with its figures brought up to date if it is running (others are final)."""
+    return batch_refresh(batch=batch) if batch.state == BatchState.IN_PROGRESS else batch
+
+
 def batch_abort(*, batch: Batch, now: datetime | None = None) -> None:
     """Cancel every job of the batch (hosts abort the tasks they hold); state ABORTED."""
     now = now or clock.now()

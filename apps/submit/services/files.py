@@ -20,7 +20,7 @@ from django.db import transaction
 from apps.core import clock
 from apps.projects.models import Project
 from apps.submit.models import Batch, JobFile
-from apps.submit.services.permissions import SubmitError
+from apps.submit.services.permissions import NOT_OWNER, SubmitError, batch_manageable
 from apps.submit.services.submission import is_job_file_name, job_file_store
 from apps.volunteers.models import Account
 from apps.work.domain.states import FileDeleteState
@@ -49,7 +49,7 @@ def _batch(project: Project, account: Account, batch_id: int) -> Batch | None:
         return None
     batch = Batch.objects.filter(project=project, id=batch_id).first()
     if batch is None or batch.owner_id != account.pk:
-        raise SubmitError("not owner of batch")
+        raise SubmitError(NOT_OWNER)
     return batch
 
 
@@ -145,6 +145,13 @@ def _output_path(project: Project, workunit: Workunit, name: str) -> Path | None
     return None
 
 
+def _authorised(batch: Batch, subject: str, auth_str: str, viewer: Account | None) -> bool:
+    """A logged-in viewer who may manage the batch, else BOINC's auth_str of its owner."""
+    if viewer is not None:
+        return batch_manageable(account=viewer, batch=batch)
+    return auth_str_ok(batch.owner, subject, auth_str)
+
+
 def _owner_batch(workunit: Workunit) -> Batch:
     batch = (
         Batch.objects.filter(id=workunit.batch, project_id=workunit.project_id)
@@ -156,14 +163,17 @@ def _owner_batch(workunit: Workunit) -> Batch:
     return batch
 
 
-def result_file(*, project: Project, result_name: str, file_num: int, auth_str: str) -> Path:
-    """The path of a result's output file ``file_num``, for the owner of its batch."""
+def result_file(
+    *, project: Project, result_name: str, file_num: int, auth_str: str = "", viewer: Account | None = None
+) -> Path:
+    """The path of a result's output file ``file_num``, for the owner of its batch (by
+    ``auth_str``) or a ``viewer`` who may manage the batch."""
     result = Result.objects.filter(project=project, name=result_name).select_related("workunit").first()
     if result is None:
         raise SubmitError("no job instance")
     batch = _owner_batch(result.workunit)
-    if not auth_str_ok(batch.owner, result.name, auth_str):
-        raise SubmitError("bad authenticator")
+    if not _authorised(batch, result.name, auth_str, viewer):
+        raise SubmitError(NOT_OWNER if viewer is not None else "bad authenticator")
     names = list(OutputFile.objects.filter(result=result).order_by("ordinal").values_list("name", flat=True))
     if not 0 <= file_num < len(names):
         raise SubmitError(f"bad file num: {file_num}")
@@ -173,13 +183,15 @@ def result_file(*, project: Project, result_name: str, file_num: int, auth_str: 
     return path
 
 
-def batch_zip(*, project: Project, batch_id: int, auth_str: str, out: IO[bytes]) -> None:
+def batch_zip(
+    *, project: Project, batch_id: int, out: IO[bytes], auth_str: str = "", viewer: Account | None = None
+) -> None:
     """Write a zip of the canonical outputs of the batch's jobs (flat, by physical name)."""
     batch = Batch.objects.filter(project=project, id=batch_id).select_related("owner").first()
     if batch is None:
         raise SubmitError(f"no batch {batch_id}")
-    if not auth_str_ok(batch.owner, str(batch.id), auth_str):
-        raise SubmitError("bad auth str")
+    if not _authorised(batch, str(batch.id), auth_str, viewer):
+        raise SubmitError(NOT_OWNER if viewer is not None else "bad auth str")
     wus = {
         wu.canonical_result_id: wu
         for wu in Workunit.objects.filter(batch=batch.id, canonical_result__isnull=False).only(

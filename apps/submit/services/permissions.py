@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from apps.applications.models import App
 from apps.projects.models import Project
 from apps.submit.models import Batch, UserSubmit, UserSubmitApp
@@ -9,6 +11,8 @@ from apps.volunteers.models import Account
 from apps.volunteers.services import account_with_key
 
 BAD_AUTHENTICATOR = "bad authenticator"
+NO_SUCH_BATCH = "no such batch"
+NOT_OWNER = "not owner of batch"
 
 
 class SubmitError(Exception):
@@ -58,7 +62,36 @@ def batch_owned(*, project: Project, account: Account, batch_id: int = 0, batch_
     else:
         raise SubmitError("batch not specified")
     if batch is None:
-        raise SubmitError("no such batch")
+        raise SubmitError(NO_SUCH_BATCH)
     if batch.owner_id != account.pk:
-        raise SubmitError("not owner of batch")
+        raise SubmitError(NOT_OWNER)
     return batch
+
+
+def batch_manageable(*, account: Account, batch: Batch) -> bool:
+    """BOINC's web rule: the owner, a submitter who manages every app, or one who manages
+    the batch's app may follow, abort and retire a batch and fetch its outputs."""
+    if batch.owner_id == account.pk:
+        return True
+    submitter = UserSubmit.objects.filter(account=account).first()
+    if submitter is None:
+        return False
+    return (
+        submitter.manage_all
+        or UserSubmitApp.objects.filter(account=account, app_id=batch.app_id, manage=True).exists()
+    )
+
+
+def batch_managed(*, project: Project, account: Account, batch_id: int) -> Batch:
+    """The batch ``batch_id`` if ``account`` may manage it (see batch_manageable)."""
+    batch = Batch.objects.filter(project=project, id=batch_id).select_related("app", "owner").first()
+    if batch is None:
+        raise SubmitError(NO_SUCH_BATCH)
+    if not batch_manageable(account=account, batch=batch):
+        raise SubmitError(NOT_OWNER)
+    return batch
+
+
+def authenticator_identity(authenticator: str) -> str:
+    """The log-in limits' identity for an authenticator tried: a hash, never the key itself."""
+    return "key:" + hashlib.sha256(authenticator.encode()).hexdigest()[:32]

@@ -239,23 +239,27 @@ def _needed_again(f: InputFile, *, restored: bool = False) -> InputFile:
     return f
 
 
-def _inputs_recheck(project: Project, job: JobSpec, inputs: list[InputFile], copied: list[Path]) -> None:
-    """Hold the workunit's input files against the file deleter, then copy in again any it
-    removed meanwhile (or refuse the job if it names one without a path).
+def _inputs_recheck(project: Project, inputs: list[tuple[InputSpec, InputFile]], copied: list[Path]) -> None:
+    """Hold the new workunits' input files against the file deleter, then copy in again any
+    it removed meanwhile (or refuse the job if it names one without a path).
 
     FOR KEY SHARE on PostgreSQL: the deleter's FOR UPDATE waits for this transaction and then
-    sees the new reference; one that locked a file first is waited for here, and its DONE is
-    read. (The reference's own foreign-key check would lock only at commit: it is deferred.)
-    Other creators sharing a file are not held up.
+    sees the new references; one that locked a file first is waited for here, and its DONE is
+    read. (The references' own foreign-key check would lock only at commit: it is deferred.)
+    Other creators sharing a file are not held up. The rows are locked in id order.
     """
-    ids = sorted({f.id for f in inputs})
+    ids = sorted({f.id for _, f in inputs})
     lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
     table = connection.ops.quote_name(InputFile._meta.db_table)
-    rows = fetch_rows(
-        f"SELECT id, file_delete_state FROM {table} WHERE id IN ({placeholders(ids)}) ORDER BY id{lock}", ids
-    )
-    deleted = {file_id for file_id, state in rows if state == FileDeleteState.DONE}
-    for spec, f in zip(job.inputs, inputs, strict=True):
+    deleted: set[int] = set()
+    for start in range(0, len(ids), BULK_ROWS):
+        chunk = ids[start : start + BULK_ROWS]
+        rows = fetch_rows(
+            f"SELECT id, file_delete_state FROM {table} WHERE id IN ({placeholders(chunk)}) ORDER BY id{lock}",
+            chunk,
+        )
+        deleted |= {file_id for file_id, state in rows if state == FileDeleteState.DONE}
+    for spec, f in inputs:
         if f.id not in deleted:
             continue
         deleted.discard(f.id)
@@ -494,6 +498,10 @@ def workunit_create(
     return jobs[0]
 
 
+# Rows per INSERT (and ids per lock query): well within every database's parameter limit.
+BULK_ROWS = 500
+
+
 def workunits_create(
     *,
     project: Project,
@@ -505,7 +513,8 @@ def workunits_create(
 ) -> list[Workunit]:
     """Create many workunits atomically: either all are created or none (and no file is left).
 
-    ``progress`` is called with 1 after each workunit (a command's progress line)."""
+    ``progress`` is called with 1 after each job is checked and its inputs staged (a
+    command's progress line); the rows are then inserted in bulk."""
     if app.project_id != project.id:
         raise WorkError(f"app {app.name!r} does not belong to project {project.slug}")
     if app.deprecated:
@@ -518,12 +527,39 @@ def workunits_create(
         raise WorkError(missing)
     created: list[Workunit] = []
     copied: list[Path] = []
+    staged: dict[tuple[str, Path | None], InputFile] = {}
     try:
         with transaction.atomic():
+            prepared = []
             for job, name in zip(jobs, names, strict=True):
-                created.append(_create_one(project, app, job, name, now, copied))
+                prepared.append(_prepare_one(project, app, job, name, now, copied, staged))
                 if progress is not None:
                     progress(1)
+            # One INSERT per few thousand workunits and their file references, not one each.
+            created = Workunit.objects.bulk_create([wu for wu, _ in prepared], batch_size=BULK_ROWS)
+            WorkunitFileRef.objects.bulk_create(
+                (
+                    WorkunitFileRef(
+                        workunit=wu,
+                        file=f,
+                        open_name=spec.open_name or f.name,
+                        copy_file=spec.copy_file,
+                        ordinal=i,
+                    )
+                    for wu, (job, (_, inputs)) in zip(created, zip(jobs, prepared, strict=True), strict=True)
+                    for i, (spec, f) in enumerate(zip(job.inputs, inputs, strict=True))
+                ),
+                batch_size=BULK_ROWS,
+            )
+            _inputs_recheck(
+                project,
+                [
+                    (spec, f)
+                    for job, (_, inputs) in zip(jobs, prepared, strict=True)
+                    for spec, f in zip(job.inputs, inputs, strict=True)
+                ],
+                copied,
+            )
             assigned = [(wu, job.target) for wu, job in zip(created, jobs, strict=True) if job.target]
             assignments_create(project=project, jobs=assigned)
             if create_results:
@@ -606,14 +642,16 @@ def _remove(paths: list[Path]) -> None:
         path.unlink(missing_ok=True)
 
 
-def _create_one(
+def _prepare_one(
     project: Project,
     app: App,
     job: JobSpec,
     name: str,
     now: datetime,
     copied: list[Path],
-) -> Workunit:
+    staged: dict[tuple[str, Path | None], InputFile],
+) -> tuple[Workunit, list[InputFile]]:
+    """The job's workunit, checked and not yet saved, and its staged input files."""
     values = _resolve(app, job)
     _check_bounds(values, app=app, job=job)
     _job_check(job, name)
@@ -622,9 +660,9 @@ def _create_one(
         if "transitioner_flags" in extra or "sequence_id" in extra:
             raise WorkError(f"workunit {name!r}: a work-sequence step cannot be targeted or broadcast")
         extra["transitioner_flags"] = transitioner_flags_for(job.target)
-    inputs = [input_file_stage(project=project, spec=spec, copied=copied) for spec in job.inputs]
+    inputs = [_staged(project, spec, copied, staged) for spec in job.inputs]
     locality_file = _locality_file(project, name, inputs) if project.locality_scheduling else ""
-    wu = Workunit.objects.create(
+    wu = Workunit(
         project=project,
         app=app,
         name=name,
@@ -638,16 +676,14 @@ def _create_one(
         **values,
         **extra,
     )
-    WorkunitFileRef.objects.bulk_create(
-        WorkunitFileRef(
-            workunit=wu,
-            file=staged,
-            open_name=spec.open_name or staged.name,
-            copy_file=spec.copy_file,
-            ordinal=i,
-        )
-        for i, (spec, staged) in enumerate(zip(job.inputs, inputs, strict=True))
-    )
-    if inputs:
-        _inputs_recheck(project, job, inputs, copied)
-    return wu
+    return wu, inputs
+
+
+def _staged(
+    project: Project, spec: InputSpec, copied: list[Path], staged: dict[tuple[str, Path | None], InputFile]
+) -> InputFile:
+    """input_file_stage once per file of a call: jobs of a batch often share their inputs."""
+    key = (spec.name or (spec.path.name if spec.path is not None else ""), spec.path)
+    if key not in staged:
+        staged[key] = input_file_stage(project=project, spec=spec, copied=copied)
+    return staged[key]
