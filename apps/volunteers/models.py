@@ -108,6 +108,9 @@ class Account(models.Model):
     authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
     cross_project_id = models.CharField(max_length=32, default=new_authenticator)
     create_time = models.DateTimeField(auto_now_add=True)
+    last_login_time = models.DateTimeField(
+        null=True, blank=True, help_text="Last login on the project's web site (empty: never)"
+    )
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
     country = models.CharField(max_length=100, blank=True)
     url = models.URLField(blank=True)
