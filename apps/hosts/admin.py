@@ -3,6 +3,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from apps.core.admin_base import RecordAdmin, indexed_search
+from apps.core.admin_paging import LargeTableAdmin
 from apps.hosts import services
 from apps.hosts.models import DeletedHost, Host, HostAppVersion, HostCoproc
 
@@ -42,7 +43,7 @@ class HostAppVersionInline(admin.TabularInline):
 
 
 @admin.register(Host)
-class HostAdmin(admin.ModelAdmin):
+class HostAdmin(LargeTableAdmin):
     list_display = [
         "id",
         "domain_name",
@@ -85,7 +86,7 @@ class HostAdmin(admin.ModelAdmin):
 
 
 @admin.register(HostAppVersion)
-class HostAppVersionAdmin(admin.ModelAdmin):
+class HostAppVersionAdmin(LargeTableAdmin):
     list_display = [
         "host",
         "app",

@@ -285,12 +285,14 @@ def _pages(sizes: dict[str, int]) -> list[tuple[str, str, str]]:
         ("show_host_detail.php", f"{s}/show_host_detail.php?hostid=1"),
         ("team page", f"{s}/team_display.php?teamid={team}"),
         ("team page, members page 2", f"{s}/team_display.php?teamid={team}&page=2"),
-        ("results.php, heavy user", f"{s}/results.php?userid=1"),
+        ("team members (XML)", f"{s}/team_members_list.php?teamid={team}"),
+        # The heavy user's tasks all ran on host 1, whose list is public (a user's own list
+        # needs that user's session).
         ("results.php, heavy host", f"{s}/results.php?hostid=1"),
-        ("results.php, in progress", f"{s}/results.php?userid=1&state=1"),
-        ("results.php, valid", f"{s}/results.php?userid=1&state=4"),
-        ("results.php, errors", f"{s}/results.php?userid=1&state=6"),
-        ("results.php, deep page", f"{s}/results.php?userid=1&page={deep(2 * sizes['heavy'])}"),
+        ("results.php, in progress", f"{s}/results.php?hostid=1&state=1"),
+        ("results.php, valid", f"{s}/results.php?hostid=1&state=4"),
+        ("results.php, errors", f"{s}/results.php?hostid=1&state=6"),
+        ("results.php, deep page", f"{s}/results.php?hostid=1&page={deep(2 * sizes['heavy'])}"),
         ("result.php", f"{s}/result.php?resultid={result}"),
         ("workunit.php", f"{s}/workunit.php?wuid=1"),
         ("server_status.php", f"{s}/server_status.php"),
@@ -314,8 +316,8 @@ def _pages(sizes: dict[str, int]) -> list[tuple[str, str, str]]:
         ]
     api = [
         (name, f"/api/v1/projects/{SLUG}/{name}/")
-        for name in ("users", "hosts", "teams", "workunits", "results", "tasks", "apps")
-    ]
+        for name in ("users", "hosts", "teams", "workunits", "results", "apps")
+    ] + [("tasks of the heavy host", f"/api/v1/projects/{SLUG}/tasks/?hostid=1")]
     return (
         [("volunteer", label, url) for label, url in volunteer]
         + [("admin", label, url) for label, url in admin]
