@@ -67,6 +67,7 @@ class Host(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["project", "-expavg_credit"], name="host_top_rac"),
+            models.Index(fields=["project", "-total_credit"], name="host_top_total"),
             models.Index(fields=["account", "host_cpid"], name="host_by_cpid"),
         ]
 

@@ -89,7 +89,10 @@ class Team(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="team_unique_name")]
-        indexes = [models.Index(fields=["project", "-expavg_credit"], name="team_top_rac")]
+        indexes = [
+            models.Index(fields=["project", "-expavg_credit"], name="team_top_rac"),
+            models.Index(fields=["project", "-total_credit"], name="team_top_total"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -149,6 +152,7 @@ class Account(models.Model):
         ]
         indexes = [
             models.Index(fields=["project", "-expavg_credit"], name="account_top_rac"),
+            models.Index(fields=["project", "-total_credit"], name="account_top_total"),
             models.Index(fields=["delete_after"], name="account_delete_due"),
         ]
 
