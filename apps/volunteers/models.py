@@ -90,8 +90,8 @@ class Team(models.Model):
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="team_unique_name")]
         indexes = [
-            models.Index(fields=["project", "-expavg_credit"], name="team_top_rac"),
-            models.Index(fields=["project", "-total_credit"], name="team_top_total"),
+            models.Index(fields=["project", "-expavg_credit", "id"], name="team_top_rac"),
+            models.Index(fields=["project", "-total_credit", "id"], name="team_top_total"),
         ]
 
     def __str__(self) -> str:
@@ -151,8 +151,8 @@ class Account(models.Model):
             models.UniqueConstraint(fields=["project", "email_addr"], name="account_unique_email"),
         ]
         indexes = [
-            models.Index(fields=["project", "-expavg_credit"], name="account_top_rac"),
-            models.Index(fields=["project", "-total_credit"], name="account_top_total"),
+            models.Index(fields=["project", "-expavg_credit", "id"], name="account_top_rac"),
+            models.Index(fields=["project", "-total_credit", "id"], name="account_top_total"),
             models.Index(fields=["delete_after"], name="account_delete_due"),
         ]
 
