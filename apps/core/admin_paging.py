@@ -6,8 +6,8 @@ Django's changelist pages with ``Paginator.count``, an exact ``COUNT(*)`` over t
 * an unfiltered list of a PostgreSQL table the planner knows to be large is counted from
   the planner's own estimate (``pg_class.reltuples``, kept by ANALYZE and autovacuum), so
   the count is close, not exact;
-* any other list is counted exactly up to ``COUNT_CAP`` rows and shown as that many when
-  there are more (the page links stop there; the filters and the search narrow it down).
+* any other list is counted exactly up to ``COUNT_CAP`` rows, and shows ``COUNT_CAP + 1``
+  when there are more (the page links stop there; the filters and the search narrow it).
 
 ``show_full_result_count = False`` spares the second count Django makes of the unfiltered
 table beside a filtered one.
