@@ -32,7 +32,7 @@ def estimated_rows(queryset: QuerySet[Any]) -> int | None:
     """The planner's row estimate of the queryset's table if the queryset reads the whole
     table and the database is PostgreSQL; else None."""
     query = queryset.query
-    if query.where or query.distinct or query.combinator or query.is_sliced:
+    if queryset.model is None or query.where or query.distinct or query.combinator or query.is_sliced:
         return None
     connection = connections[queryset.db]
     if connection.vendor != "postgresql":
@@ -40,7 +40,7 @@ def estimated_rows(queryset: QuerySet[Any]) -> int | None:
     with connection.cursor() as cursor:
         # Hand-written: the estimate lives in the catalogue, which the ORM does not model.
         cursor.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [query.model._meta.db_table]
+            "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [queryset.model._meta.db_table]
         )
         row = cursor.fetchone()
     return int(row[0]) if row and row[0] >= 0 else None  # -1: never analyzed
