@@ -281,6 +281,10 @@ COBBLESTONE_REPORT_GRACE_PERIOD = env_int("COBBLESTONE_REPORT_GRACE_PERIOD", 360
 COBBLESTONE_SEQUENCE_MAX_RELOCATIONS = env_int("COBBLESTONE_SEQUENCE_MAX_RELOCATIONS", 10)
 # Rows handled per daemon pass.
 COBBLESTONE_DAEMON_BATCH = env_int("COBBLESTONE_DAEMON_BATCH", 1000)
+# db_purge's idle-row rules (apps.work.services.dead_rows): days without contact or login
+# after which a host or account that never took part is archived and deleted; 0 = never.
+COBBLESTONE_PURGE_IDLE_HOSTS_DAYS = env_int("COBBLESTONE_PURGE_IDLE_HOSTS_DAYS", 0)
+COBBLESTONE_PURGE_IDLE_ACCOUNTS_DAYS = env_int("COBBLESTONE_PURGE_IDLE_ACCOUNTS_DAYS", 0)
 # Remote job submission: jobs in one submit_batch, bytes of one request, bytes of one job file.
 COBBLESTONE_SUBMIT_MAX_JOBS = env_int("COBBLESTONE_SUBMIT_MAX_JOBS", 20000)
 COBBLESTONE_SUBMIT_MAX_REQUEST_BYTES = env_int("COBBLESTONE_SUBMIT_MAX_REQUEST_BYTES", 32 * 1024 * 1024)

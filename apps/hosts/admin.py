@@ -7,6 +7,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
 from apps.core.admin_base import RecordAdmin, indexed_search
+from apps.core.admin_paging import LargeTableAdmin
 from apps.hosts import services
 from apps.hosts.domain.hr import HrType
 from apps.hosts.models import DeletedHost, Host, HostAppVersion, HostCoproc
@@ -49,7 +50,7 @@ class HostAppVersionInline(admin.TabularInline):
 
 
 @admin.register(Host)
-class HostAdmin(admin.ModelAdmin):
+class HostAdmin(LargeTableAdmin):
     list_display = [
         "id",
         "domain_name",
@@ -121,7 +122,7 @@ class HostAdmin(admin.ModelAdmin):
 
 
 @admin.register(HostAppVersion)
-class HostAppVersionAdmin(admin.ModelAdmin):
+class HostAppVersionAdmin(LargeTableAdmin):
     list_display = [
         "host",
         "app",

@@ -66,7 +66,8 @@ class Host(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
-            models.Index(fields=["project", "-expavg_credit"], name="host_top_rac"),
+            models.Index(fields=["project", "-expavg_credit", "id"], name="host_top_rac"),
+            models.Index(fields=["project", "-total_credit", "id"], name="host_top_total"),
             models.Index(fields=["account", "host_cpid"], name="host_by_cpid"),
         ]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Avg, Count, Q, QuerySet, Sum
+from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from apps.applications.models import App, AppVersion
 from apps.credit.convert import max_jobs_per_day_init
@@ -32,10 +33,19 @@ def top_hosts(project: Project, order: str) -> QuerySet[Host]:
 
 
 def top_teams(project: Project, order: str) -> QuerySet[Team]:
+    # Members counted per team shown (a subquery on the account's team index), not by a join
+    # and GROUP BY over every account before the page is cut.
+    members = (
+        Account.objects.filter(team=OuterRef("pk"))
+        .order_by()
+        .values("team")
+        .annotate(n=Count("*"))
+        .values("n")
+    )
     return (
         Team.objects.filter(project=project)
         .select_related("founder")
-        .annotate(nusers=Count("members"))
+        .annotate(nusers=Coalesce(Subquery(members), 0))
         .order_by(TOP_ORDER[order], "id")
     )
 

@@ -24,6 +24,9 @@ from apps.volunteers.services import VENUE_CHOICES
 from apps.volunteers.services.badges import account_badges, team_badges
 
 PAGE_SIZE = 50
+# The top lists show their first rows only: a page deep down would read and skip every row
+# above it, and the count of a whole table would be taken on each view.
+TOP_ROWS = 10_000
 XML = "text/xml; charset=utf-8"
 
 
@@ -119,7 +122,7 @@ def _top(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
     queryset = {"users": sel.top_accounts, "hosts": sel.top_hosts, "teams": sel.top_teams}[kind](
         project, order
     )
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(queryset[:TOP_ROWS], PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         f"portal/volunteers/top_{kind}.html",

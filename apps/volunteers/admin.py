@@ -2,11 +2,12 @@ from django.contrib import admin
 from django.utils import timezone
 
 from apps.core.admin_base import RecordAdmin
+from apps.core.admin_paging import LargeTableAdmin
 from apps.volunteers.models import Account, CreditHistory, DeletedAccount, LoginLockout, Team
 
 
 @admin.register(Account)
-class AccountAdmin(admin.ModelAdmin):
+class AccountAdmin(LargeTableAdmin):
     list_display = [
         "id",
         "name",
@@ -37,12 +38,12 @@ class AccountAdmin(admin.ModelAdmin):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(LargeTableAdmin):
     list_display = ["name", "project", "type", "founder", "total_credit", "expavg_credit"]
     list_filter = ["project", "type"]
     search_fields = ["name"]
     list_select_related = ["project", "founder"]
-    raw_id_fields = ["founder"]
+    raw_id_fields = ["founder", "ping_user"]
     readonly_fields = ["total_credit", "expavg_credit", "expavg_time", "create_time"]
 
 

@@ -89,7 +89,10 @@ class Team(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["project", "name"], name="team_unique_name")]
-        indexes = [models.Index(fields=["project", "-expavg_credit"], name="team_top_rac")]
+        indexes = [
+            models.Index(fields=["project", "-expavg_credit", "id"], name="team_top_rac"),
+            models.Index(fields=["project", "-total_credit", "id"], name="team_top_total"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -108,6 +111,9 @@ class Account(models.Model):
     authenticator = models.CharField(max_length=64, unique=True, default=new_authenticator)
     cross_project_id = models.CharField(max_length=32, default=new_authenticator)
     create_time = models.DateTimeField(auto_now_add=True)
+    last_login_time = models.DateTimeField(
+        null=True, blank=True, help_text="Last login on the project's web site (empty: never)"
+    )
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL, related_name="members")
     country = models.CharField(max_length=100, blank=True)
     url = models.URLField(blank=True)
@@ -145,7 +151,8 @@ class Account(models.Model):
             models.UniqueConstraint(fields=["project", "email_addr"], name="account_unique_email"),
         ]
         indexes = [
-            models.Index(fields=["project", "-expavg_credit"], name="account_top_rac"),
+            models.Index(fields=["project", "-expavg_credit", "id"], name="account_top_rac"),
+            models.Index(fields=["project", "-total_credit", "id"], name="account_top_total"),
             models.Index(fields=["delete_after"], name="account_delete_due"),
         ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from apps.core import clock
 from apps.projects.models import Project
 from apps.volunteers.models import Account
 
@@ -40,6 +41,8 @@ def session_account(request: HttpRequest, project: Project) -> Account | None:
 def session_login(request: HttpRequest, project: Project, account: Account) -> None:
     request.session.cycle_key()  # no session fixation
     request.session[_session_key(project)] = {"id": account.pk, "check": _session_check(account)}
+    # For db_purge's idle-account rule: an account in use is never idle.
+    Account.objects.filter(pk=account.pk).update(last_login_time=clock.now())
 
 
 def session_logout(request: HttpRequest, project: Project) -> None:

@@ -6,6 +6,7 @@ from django.http import HttpRequest
 from django.urls import URLPattern
 
 from apps.core.admin_base import RecordAdmin, indexed_search
+from apps.core.admin_paging import LargeTableAdmin
 from apps.projects.models import Project
 from apps.work import services
 from apps.work.domain.result_status import task_state_of, task_status_text
@@ -38,7 +39,7 @@ class WorkunitFileRefInline(admin.TabularInline):
 
 
 @admin.register(Workunit)
-class WorkunitAdmin(admin.ModelAdmin):
+class WorkunitAdmin(LargeTableAdmin):
     list_display = [
         "name",
         "app",
@@ -97,7 +98,7 @@ class WorkunitAdmin(admin.ModelAdmin):
 
 
 @admin.register(Result)
-class ResultAdmin(admin.ModelAdmin):
+class ResultAdmin(LargeTableAdmin):
     # What an admin scans a list for; the four state fields, times and credit claims are
     # on each result's page (twelve columns do not fit a 1366-pixel screen beside the filters).
     list_display = ["name", "status", "app", "host", "sent", "reported", "granted_credit"]

@@ -22,6 +22,7 @@ from apps.credit.services import credit_normalize_project
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass, daemon_run_for_projects
 from apps.work.services.assimilator import workunits_assimilate
+from apps.work.services.dead_rows import dead_rows_purge
 from apps.work.services.file_deleter import files_delete
 from apps.work.services.purge import workunits_purge
 from apps.work.services.transitioner import workunits_transition
@@ -60,7 +61,13 @@ def _file_deleter(p: Project, now: datetime, o: PassOptions) -> DaemonPass:
 
 
 def _purge(p: Project, now: datetime, o: PassOptions) -> DaemonPass:
-    return workunits_purge(project=p, now=now, limit=o.batch, min_age_days=o.purge_min_age_days)
+    done = workunits_purge(project=p, now=now, limit=o.batch, min_age_days=o.purge_min_age_days)
+    removed = dead_rows_purge(project=p, now=now, limit=o.batch)
+    return (
+        done + DaemonPass(items=removed, message=f"{removed} idle hosts and accounts archived")
+        if removed
+        else done
+    )
 
 
 def _feeder(p: Project, now: datetime, o: PassOptions) -> DaemonPass:

@@ -178,7 +178,7 @@ def _dated(model: type[models.Model]) -> tuple[str, ...]:
     return tuple(f.attname for f in model._meta.concrete_fields if isinstance(f, models.DateField))
 
 
-def _columns(row: models.Model, columns: ModelColumns) -> dict[str, Any]:
+def row_record(row: models.Model, columns: ModelColumns) -> dict[str, Any]:
     """Every column by attribute name, with the values the ORM reads (ModelColumns converts)."""
     values = row.__dict__
     record = {name: values[name] for name in columns.names}
@@ -215,7 +215,7 @@ def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
         f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {where} ORDER BY r.id", params
     ):
         result = _RESULT.build(row, 0, conn)
-        record = _columns(result, _RESULT)
+        record = row_record(result, _RESULT)
         record["output_files"] = outputs.get(result.id, [])
         results.setdefault(result.workunit_id, []).append(record)
     archived_at = now.isoformat()
@@ -223,7 +223,7 @@ def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
         {
             "format": ARCHIVE_FORMAT,
             "archived_at": archived_at,
-            "workunit": _columns(wu, _WORKUNIT),
+            "workunit": row_record(wu, _WORKUNIT),
             "input_files": inputs.get(wu.id, []),
             "results": results.get(wu.id, []),
         }
