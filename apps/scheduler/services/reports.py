@@ -27,7 +27,7 @@ from apps.work.domain.states import (
     result_open_to_its_host,
 )
 from apps.work.models import Result, Workunit
-from apps.work.services.rows import results_with_workunits
+from apps.work.queries import results_with_workunits
 
 MAX_STDERR = 64 * 1024
 REPORT_FIELDS = (

@@ -74,6 +74,7 @@ from apps.work.domain.transitions import (
     plan_transition,
 )
 from apps.work.models import Result, Workunit
+from apps.work.queries import workunits_claim_due
 from apps.work.services.batch_tails import batch_tails_accelerate
 from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
 from apps.work.services.claims import (
@@ -213,26 +214,7 @@ def _claim_due(project_id: int, now: datetime, size: int, lease: datetime | None
     """Claim up to ``size`` of the project's due workunits, oldest first (step 1); ``lease``:
     the transition time the claim writes (default: a lease from ``now``)."""
     lease = lease or lease_until(now)
-    if connection.vendor == "postgresql":
-        table = quoted_table(Workunit)
-        rows = fetch_rows(
-            f"WITH due AS (SELECT id, transition_time FROM {table} WHERE project_id = %s"
-            " AND transition_time <= %s ORDER BY transition_time, id LIMIT %s FOR UPDATE SKIP LOCKED)"
-            f" UPDATE {table} w SET transition_time = %s FROM due WHERE w.id = due.id"
-            " RETURNING w.id, due.transition_time",
-            [project_id, now, size, lease],
-        )
-        rows.sort(key=lambda row: (row[1], row[0]))
-    else:
-        # SQLite's transactions hold the write lock from BEGIN: nobody claims in between.
-        with transaction.atomic():
-            rows = list(
-                Workunit.objects.filter(project_id=project_id, transition_time__lte=now)
-                .order_by("transition_time", "id")
-                .values_list("id", "transition_time")[:size]
-            )
-            if rows:
-                Workunit.objects.filter(id__in=[wu_id for wu_id, _ in rows]).update(transition_time=lease)
+    rows = workunits_claim_due(project_id, now, size, lease)
     return [Claim(wu_id, lease, now - old_time) for wu_id, old_time in rows]
 
 

@@ -60,7 +60,6 @@ from apps.core.db import (
     array_literal,
     db_datetime,
     execute,
-    execute_many,
     fetch_rows,
     quoted_table,
     update_rows,
@@ -79,6 +78,7 @@ from apps.work.domain.validation import (
     transient_retry_time,
 )
 from apps.work.models import Result, Workunit
+from apps.work.queries import workunits_claim_validation, workunits_transition_time_set
 from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
 from apps.work.services.claims import (
     LeaseClock,
@@ -166,7 +166,6 @@ _WORKUNIT = ModelColumns(
         "sequence",
     ],
 )
-_CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
 # What decides the outputs a batch reads before its locks (_Outputs.read_early).
 _EARLY_WORKUNIT = ModelColumns(Workunit, "w", ["id", "app", "canonical_result", "error_mask"])
 _EARLY_RESULT = ModelColumns(
@@ -253,31 +252,7 @@ def workunits_claim(
     transitioner's own lease too, or that transitioner's commit would write its planned time
     over the claim and leave nobody to flag the workunit again. The claim commits at once;
     workunits another validator holds or has claimed are skipped."""
-    lease_value = db_datetime(lease or lease_until(now))
-    table = quoted_table(Workunit)
-    new_time = (
-        "CASE WHEN w.transition_time IS NULL OR w.transition_time > %s THEN %s ELSE w.transition_time END"
-    )
-    candidates = f"SELECT {_CLAIMED.sql()} FROM {table} c WHERE c.app_id = %s AND c.need_validate ORDER BY c.id LIMIT %s"
-    if connection.vendor == "postgresql":
-        rows = fetch_rows(
-            f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
-            f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {_CLAIMED.sql()}",
-            [db_datetime(now), lease_value, app_id, limit],
-        )
-    else:
-        # SQLite has one writer: the transaction holds the write lock from its start, so the
-        # transition times read are those the claim replaces.
-        with transaction.atomic():
-            rows = fetch_rows(candidates, [app_id, limit])
-            if not rows:
-                return []
-            ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
-            execute(
-                f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
-                [False, db_datetime(now), lease_value, *id_params],
-            )
-    claimed = [_CLAIMED.build(row) for row in rows]
+    claimed = workunits_claim_validation(app_id, now, limit, lease or lease_until(now))
     return sorted((Claimed(wu.id, wu.transition_time) for wu in claimed), key=lambda c: c.id)
 
 
@@ -332,12 +307,11 @@ def _sequence_progress(wu_id: int, now: datetime) -> None:
 def _retry_later(claimed: Sequence[Claimed], now: datetime) -> None:
     """BOINC's transient-error retry, min(transition time, now + 6 h), from the transition
     time each workunit had before the claim's short lease replaced it."""
-    params = []
+    times = []
     for c in claimed:
         current = int(c.transition_time.timestamp()) if c.transition_time is not None else TRANSITION_NEVER
-        retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
-        params.append([db_datetime(retry), c.id])
-    execute_many(f"UPDATE {quoted_table(Workunit)} SET transition_time = %s WHERE id = %s", params)
+        times.append((c.id, clock.from_unix(transient_retry_time(current, now.timestamp()))))
+    workunits_transition_time_set(times)
 
 
 def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:

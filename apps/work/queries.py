@@ -1,0 +1,221 @@
+"""The work app's hand-written SQL: each statement the ORM could not run as cheaply, named.
+
+The rule (docs/architecture.md, "Hand-written SQL"): a statement is written by hand only
+where a measurement showed the ORM's version costs more (statements per pass, Python time
+per row) or cannot say it (``FOR UPDATE SKIP LOCKED`` inside an ``UPDATE … RETURNING``).
+Each function says which. tests/work/test_queries.py runs each against a plain ORM version
+on the same rows, on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+
+from apps.core.db import (
+    ModelColumns,
+    any_of,
+    array_literal,
+    db_datetime,
+    execute,
+    execute_many,
+    fetch_rows,
+    quoted_table,
+)
+from apps.hosts.models import HostAppVersion
+from apps.work.models import Result, Workunit
+
+_RESULT = ModelColumns(Result, "r")
+_WORKUNIT = ModelColumns(Workunit, "w")
+_WORKUNIT_FIELD = Result._meta.get_field("workunit")
+_VALIDATION_CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
+
+
+def results_with_workunits(
+    where: str,
+    params: Sequence[object],
+    *,
+    tail: str = "",
+    columns: tuple[ModelColumns, ModelColumns] = (_RESULT, _WORKUNIT),
+) -> list[Result]:
+    """Results matching ``where`` (aliases ``r`` and ``w``), each with ``.workunit`` loaded.
+
+    ``tail`` follows the WHERE clause: ORDER BY, LIMIT, FOR UPDATE... ``columns`` may name
+    fewer columns of each (``ModelColumns(Result, "r", fields)``); the others are deferred.
+
+    Why not ``select_related``: the scheduler RPC runs this several times per request, and
+    building the query through the ORM cost about 1 ms of Python against 0.1 ms for the SQL
+    (see ``ModelColumns``); the rows come back as the same model instances.
+    """
+    result_cols, workunit_cols = columns
+    sql = (
+        f"SELECT {result_cols.sql()}, {workunit_cols.sql()} FROM work_result r"
+        f" JOIN work_workunit w ON w.id = r.workunit_id WHERE {where}{tail}"
+    )
+    conn = connections[DEFAULT_DB_ALIAS]
+    # The relation's own setter checks types and database routing for each row; these
+    # rows come from one query on one database, so the workunit is cached directly.
+    cache_workunit = _WORKUNIT_FIELD.set_cached_value
+    results = []
+    for row in fetch_rows(sql, params):
+        result = result_cols.build(row, 0, conn)
+        cache_workunit(result, workunit_cols.build(row, result_cols.width, conn))
+        results.append(result)
+    return results
+
+
+def workunits_claim_due(
+    project_id: int, now: datetime, size: int, lease: datetime
+) -> list[tuple[int, datetime]]:
+    """The transitioner's claim: up to ``size`` of the project's workunits due at ``now``,
+    oldest first, get ``lease`` as their transition time; their ids and former times.
+
+    Why SQL on PostgreSQL: a select-then-update through the ORM takes two statements and a
+    transaction holding the row locks between them; ``UPDATE … FROM (… FOR UPDATE SKIP
+    LOCKED) RETURNING`` claims in one statement that commits at once and lets concurrent
+    transitioners skip each other's rows. SQLite has one writer, so the ORM's two
+    statements in a transaction do the same there.
+    """
+    if connection.vendor == "postgresql":
+        table = quoted_table(Workunit)
+        rows = fetch_rows(
+            f"WITH due AS (SELECT id, transition_time FROM {table} WHERE project_id = %s"
+            " AND transition_time <= %s ORDER BY transition_time, id LIMIT %s FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {table} w SET transition_time = %s FROM due WHERE w.id = due.id"
+            " RETURNING w.id, due.transition_time",
+            [project_id, now, size, lease],
+        )
+        rows.sort(key=lambda row: (row[1], row[0]))
+        return [(wu_id, old) for wu_id, old in rows]
+    # SQLite's transactions hold the write lock from BEGIN: nobody claims in between.
+    with transaction.atomic():
+        found = list(
+            Workunit.objects.filter(project_id=project_id, transition_time__lte=now)
+            .order_by("transition_time", "id")
+            .values_list("id", "transition_time")[:size]
+        )
+        if found:
+            Workunit.objects.filter(id__in=[wu_id for wu_id, _ in found]).update(transition_time=lease)
+    return [(wu_id, old) for wu_id, old in found if old is not None]
+
+
+def workunits_claim_validation(app_id: int, now: datetime, limit: int, lease: datetime) -> list[Workunit]:
+    """The validator's claim: up to ``limit`` of the app's workunits flagged need_validate,
+    lowest ids first, get the flag cleared and a transition time of ``lease`` unless theirs
+    is already due at ``now``; each as a Workunit with ``id`` and its former
+    ``transition_time`` (the rest deferred).
+
+    Why SQL: the new time depends on each row's own time (a CASE), and on PostgreSQL the
+    claim is one ``UPDATE … FROM (… FOR UPDATE SKIP LOCKED) RETURNING`` that commits at once
+    so concurrent validators skip each other's rows; the ORM needs a locked SELECT and an
+    UPDATE. On SQLite (one writer) the SELECT and the UPDATE run in one transaction.
+    """
+    lease_value = db_datetime(lease)
+    table = quoted_table(Workunit)
+    new_time = (
+        "CASE WHEN w.transition_time IS NULL OR w.transition_time > %s THEN %s ELSE w.transition_time END"
+    )
+    columns = _VALIDATION_CLAIMED.sql()
+    candidates = (
+        f"SELECT {columns} FROM {table} c WHERE c.app_id = %s AND c.need_validate ORDER BY c.id LIMIT %s"
+    )
+    if connection.vendor == "postgresql":
+        rows = fetch_rows(
+            f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
+            f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {columns}",
+            [db_datetime(now), lease_value, app_id, limit],
+        )
+    else:
+        # SQLite has one writer: the transaction holds the write lock from its start, so the
+        # transition times read are those the claim replaces.
+        with transaction.atomic():
+            rows = fetch_rows(candidates, [app_id, limit])
+            if not rows:
+                return []
+            ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
+            execute(
+                f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
+                [False, db_datetime(now), lease_value, *id_params],
+            )
+    return [_VALIDATION_CLAIMED.build(row) for row in rows]
+
+
+def workunits_transition_claims_release(
+    claims: Sequence[tuple[int, datetime, datetime | None]], *, need_validate: bool = False
+) -> None:
+    """For each ``(workunit id, lease, old time)``: where the transition time is still the
+    lease, put the old time back; where it is the old time already, leave it.
+    ``need_validate``: flag those workunits for the validator again too.
+
+    Why SQL: each claim has its own lease and old time, so the ORM needs one UPDATE per
+    claim; this is one statement (PostgreSQL, arrays through ``unnest``) or one statement
+    run once per claim with ``executemany`` (SQLite).
+    """
+    if not claims:
+        return
+    flag = "need_validate = true, " if need_validate else ""
+    sets = (
+        f"{flag}transition_time = CASE WHEN w.transition_time = v.lease THEN v.old ELSE w.transition_time END"
+    )
+    where = "w.id = v.id AND (w.transition_time = v.lease OR w.transition_time = v.old)"
+    rows = [(wu_id, db_datetime(lease), db_datetime(old)) for wu_id, lease, old in claims]
+    table = quoted_table(Workunit)
+    if connection.vendor == "postgresql":
+        execute(
+            f"UPDATE {table} w SET {sets} FROM unnest(%s::bigint[], %s::timestamptz[], %s::timestamptz[])"
+            f" AS v(id, lease, old) WHERE {where}",
+            [array_literal(column) for column in zip(*rows, strict=True)],
+        )
+        return
+    execute_many(
+        f"WITH v(id, lease, old) AS (VALUES (%s, %s, %s)) UPDATE {table} AS w SET {sets} FROM v WHERE {where}",
+        rows,
+    )
+
+
+def workunits_transition_time_set(times: Sequence[tuple[int, datetime]]) -> None:
+    """Set each ``(workunit id, time)``'s transition time.
+
+    Why SQL: a time per workunit is one ``.update()`` per row through the ORM, each built
+    again in Python; this is one statement sent with ``executemany``.
+    """
+    execute_many(
+        f"UPDATE {quoted_table(Workunit)} SET transition_time = %s WHERE id = %s",
+        [[db_datetime(at), wu_id] for wu_id, at in times],
+    )
+
+
+def _judged_host_app_versions_sql(where: str, workunits: str) -> str:
+    """A SELECT locking, in id order, the host_app_versions of the results that match
+    ``workunits`` and ``where`` (SQL on alias ``r``), parameters in that order."""
+    quote = connection.ops.quote_name
+    # The results first, then their hosts' rows through the host_id index: joined directly,
+    # the planner can hash the whole host_app_version table for a handful of hosts.
+    return (
+        "WITH r AS MATERIALIZED (SELECT r.host_id, r.app_id, r.app_version_id, r.anonymous_proc_type "
+        f"FROM {quote(Result._meta.db_table)} r WHERE {workunits} AND ({where})) "
+        f"SELECT h.id FROM {quote(HostAppVersion._meta.db_table)} h JOIN r ON r.host_id = h.host_id AND ("
+        "h.app_version_id = r.app_version_id OR (r.app_version_id IS NULL AND h.app_version_id IS NULL"
+        " AND h.app_id = r.app_id AND h.anonymous_proc_type = r.anonymous_proc_type)) "
+        "WHERE h.host_id = ANY(ARRAY(SELECT r.host_id FROM r)) ORDER BY h.id FOR UPDATE OF h"
+    )
+
+
+def host_app_versions_lock_for_results(
+    workunit_ids: Sequence[int], where: str, params: Sequence[Any]
+) -> list[int]:
+    """Lock, in id order, the host_app_versions the workunits' results matching ``where``
+    (SQL on alias ``r``, with ``params``) ran as; their ids. PostgreSQL only (the caller
+    checks ``has_select_for_update``).
+
+    Why SQL: the ORM cannot say "the host_app_version matching the result's app version, or
+    its app and anonymous platform when it has none" as a join, nor materialize the results
+    first so the planner reaches host_app_version through its host_id index (joined
+    directly it hashed the whole table for a handful of hosts).
+    """
+    workunits, workunit_params = any_of("r.workunit_id", list(workunit_ids), "bigint")
+    rows = fetch_rows(_judged_host_app_versions_sql(where, workunits), [*workunit_params, *params])
+    return [row[0] for row in rows]
