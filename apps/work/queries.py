@@ -9,7 +9,7 @@ on the same rows, on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from apps.core.db import (
     ModelColumns,
+    WriteBatch,
     any_of,
     array_literal,
     db_datetime,
@@ -26,6 +27,8 @@ from apps.core.db import (
     quoted_table,
 )
 from apps.hosts.models import HostAppVersion
+from apps.projects.models import Project
+from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
 from apps.work.models import Result, Workunit
 
 _RESULT = ModelColumns(Result, "r")
@@ -219,3 +222,248 @@ def host_app_versions_lock_for_results(
     workunits, workunit_params = any_of("r.workunit_id", list(workunit_ids), "bigint")
     rows = fetch_rows(_judged_host_app_versions_sql(where, workunits), [*workunit_params, *params])
     return [row[0] for row in rows]
+
+
+def results_of_workunits_locked(workunit_ids: Sequence[int], columns: ModelColumns) -> list[Result]:
+    """The workunits' results (``columns`` of alias ``r``), locked FOR UPDATE in id order, as
+    the transitioner and the validator both lock them (SQLite has no row locks: its
+    IMMEDIATE transactions hold the database's write lock).
+
+    Why SQL: run for every daemon batch, with only the columns the plans read; built by the
+    ORM the query cost more Python time than the database took to answer (see
+    ``ModelColumns``), and ``any_of`` keeps one statement shape for any number of ids.
+    """
+    cond, params = any_of("r.workunit_id", list(workunit_ids), "bigint")
+    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
+    sql = f"SELECT {columns.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
+    return [columns.build(row) for row in fetch_rows(sql, params)]
+
+
+def workunits_in_order(workunit_ids: Sequence[int], columns: ModelColumns) -> list[Workunit]:
+    """The workunits (``columns`` of alias ``w``) in id order.
+
+    Why SQL: as ``results_of_workunits_locked``, once per daemon batch.
+    """
+    cond, params = any_of("w.id", list(workunit_ids), "bigint")
+    sql = f"SELECT {columns.sql()} FROM {quoted_table(Workunit)} w WHERE {cond} ORDER BY w.id"
+    return [columns.build(row) for row in fetch_rows(sql, params)]
+
+
+def workunits_with_transition_settings(
+    workunit_ids: Sequence[int], columns: ModelColumns
+) -> list[tuple[Workunit, int, int, int, int]]:
+    """The workunits (``columns`` of alias ``w``) in id order, each with its project's
+    report grace period, delete delay (hours) and reliable-priority thresholds.
+
+    Why SQL: as ``results_of_workunits_locked``; the four project columns come in the same
+    row, where ``select_related`` would build a whole Project per workunit.
+    """
+    where, params = any_of("w.id", list(workunit_ids), "bigint")
+    rows = fetch_rows(
+        f"SELECT {columns.sql()}, p.report_grace_period, p.delete_delay_hours, p.reliable_priority_on_over,"
+        f" p.reliable_priority_on_over_except_error FROM {quoted_table(Workunit)} w"
+        f" JOIN {quoted_table(Project)} p ON p.id = w.project_id WHERE {where} ORDER BY w.id",
+        params,
+    )
+    return [(columns.build(row), *row[columns.width :]) for row in rows]
+
+
+def workunit_and_results_early(
+    workunit_ids: Sequence[int], workunit_columns: ModelColumns, result_columns: ModelColumns
+) -> list[tuple[Workunit, Result]]:
+    """Each result of the workunits with its workunit, in result id order, without locks
+    (one Workunit instance per workunit).
+
+    Why SQL: the validator reads these for every batch before taking its locks; one join
+    with only the deciding columns, against a query and a model build per table.
+    """
+    cond, params = any_of("w.id", list(workunit_ids), "bigint")
+    rows = fetch_rows(
+        f"SELECT {workunit_columns.sql()}, {result_columns.sql()} FROM {quoted_table(Workunit)} w"
+        f" JOIN {quoted_table(Result)} r ON r.workunit_id = w.id WHERE {cond} ORDER BY r.id",
+        params,
+    )
+    wus: dict[int, Workunit] = {}
+    found = []
+    for row in rows:
+        wu = wus.get(row[0])
+        if wu is None:
+            wu = wus[row[0]] = workunit_columns.build(row)
+        found.append((wu, result_columns.build(row, workunit_columns.width)))
+    return found
+
+
+def results_unsent_withdraw(workunit_ids: Sequence[int]) -> int:
+    """The workunits' results not sent yet (unsent or inactive) become over, didn't need;
+    how many.
+
+    Why SQL: the ORM's ``.update()`` says the same, but its compile costs more Python time
+    than the statement (once per validator batch); ``any_of`` keeps one statement shape.
+    """
+    if not workunit_ids:
+        return 0
+    cond, params = any_of("workunit_id", list(workunit_ids), "bigint")
+    return execute(
+        f"UPDATE {quoted_table(Result)} SET server_state = %s, outcome = %s WHERE {cond} AND server_state IN (%s, %s)",
+        [
+            int(ServerState.OVER),
+            int(Outcome.DIDNT_NEED),
+            *params,
+            int(ServerState.UNSENT),
+            int(ServerState.INACTIVE),
+        ],
+    )
+
+
+_SQLITE_UPDATE_ROWS = 500  # rows per statement, within SQLite's limit on parameters
+
+
+def _values_update(
+    model: type[Any],
+    values: Sequence[tuple[str, str]],
+    sets: str,
+    where: str,
+    rows: Sequence[Sequence[Any]],
+    set_params: Sequence[Any] = (),
+) -> list[tuple[str, list[Any]]]:
+    """``UPDATE table w SET sets`` joined to ``rows`` as ``v(names)`` (``values``: each
+    column's name and PostgreSQL type) where ``where``: on PostgreSQL one statement, the rows
+    as one array per column; elsewhere ``WITH v AS (VALUES …)``, 500 rows a statement.
+    ``set_params`` are the parameters ``sets`` holds."""
+    table, names = quoted_table(model), ", ".join(name for name, _type in values)
+    if connection.vendor == "postgresql":
+        arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in values)
+        return [
+            (
+                f"UPDATE {table} w SET {sets} FROM unnest({arrays}) AS v({names}) WHERE {where}",
+                [*set_params, *(array_literal(column) for column in zip(*rows, strict=True))],
+            )
+        ]
+    row_sql = "(" + ", ".join(["%s"] * len(values)) + ")"
+    statements = []
+    for start in range(0, len(rows), _SQLITE_UPDATE_ROWS):
+        chunk = rows[start : start + _SQLITE_UPDATE_ROWS]
+        statements.append(
+            (
+                f"WITH v({names}) AS (VALUES {', '.join([row_sql] * len(chunk))})"
+                f" UPDATE {table} AS w SET {sets} FROM v WHERE {where}",
+                [*(value for row in chunk for value in row), *set_params],
+            )
+        )
+    return statements
+
+
+# The transitioner's workunit UPDATE: its values for each row, with their PostgreSQL types.
+TRANSITION_VALUES = (
+    ("id", "bigint"),
+    ("lease", "timestamptz"),  # NULL: no claim, the next time is written whatever is there
+    ("next_time", "timestamptz"),  # NULL: never
+    ("mask", "integer"),
+    ("need_validate", "boolean"),
+    ("assimilate", "boolean"),
+    ("delete_ready", "boolean"),
+    ("reset_hr", "boolean"),
+    ("priority", "integer"),  # NULL: unchanged
+)
+_TRANSITION_SET = (
+    "transition_time = CASE WHEN v.lease IS NULL OR w.transition_time = v.lease THEN v.next_time"
+    " ELSE w.transition_time END,"
+    " error_mask = w.error_mask | v.mask,"
+    " need_validate = w.need_validate OR v.need_validate,"
+    f" assimilate_state = CASE WHEN v.assimilate AND w.assimilate_state = {int(AssimilateState.INIT)}"
+    f" THEN {int(AssimilateState.READY)} ELSE w.assimilate_state END,"
+    f" file_delete_state = CASE WHEN v.delete_ready AND w.file_delete_state = {int(FileDeleteState.INIT)}"
+    f" THEN {int(FileDeleteState.READY)} ELSE w.file_delete_state END,"
+    " app_version_id = CASE WHEN v.reset_hr THEN NULL ELSE w.app_version_id END,"
+    " hr_class = CASE WHEN v.reset_hr THEN 0 ELSE w.hr_class END,"
+    " priority = COALESCE(v.priority, w.priority)"
+)
+
+
+def workunits_transition_apply(rows: Sequence[Sequence[Any]], writes: WriteBatch) -> None:
+    """The transitioner's changes to its workunits (one row of ``TRANSITION_VALUES`` each),
+    into ``writes``. The rows are not locked, so each change is relative to what is there:
+    error bits OR-ed in, need_validate only set, assimilation and file deletion only moved
+    on from INIT, the next transition time written only over this claim's lease.
+
+    Why SQL: every workunit gets its own values and the changes depend on the row's own
+    columns; the ORM needs an UPDATE per workunit (``bulk_update`` cannot OR or compare),
+    this is one statement per batch.
+    """
+    if not rows:
+        return
+    keys = frozenset(row[0] for row in rows)
+    for sql, params in _values_update(Workunit, TRANSITION_VALUES, _TRANSITION_SET, "w.id = v.id", rows):
+        writes.add(sql, params, table=Workunit._meta.db_table, keys=keys)
+
+
+# The validator's workunit UPDATE: need_validate always goes off; the other columns change
+# where a value is given. A canonical result is set only on a workunit that has none yet.
+VALIDATION_VALUES = (
+    ("wu_id", "bigint"),
+    ("canonical", "bigint"),
+    ("credit", "double precision"),
+    ("assimilate", "boolean"),
+    ("mask", "integer"),
+    ("target", "integer"),
+    ("set_time", "boolean"),
+    ("new_time", "timestamptz"),
+)
+_VALIDATION_SETS = (
+    "need_validate = %s, canonical_result_id = COALESCE(v.canonical, w.canonical_result_id), "
+    "canonical_credit = CASE WHEN v.canonical IS NULL THEN w.canonical_credit ELSE v.credit END, "
+    "assimilate_state = CASE WHEN v.assimilate AND w.assimilate_state = %s THEN %s ELSE w.assimilate_state END, "
+    "error_mask = w.error_mask | v.mask, target_nresults = COALESCE(v.target, w.target_nresults), "
+    "transition_time = CASE WHEN v.set_time THEN v.new_time ELSE w.transition_time END"
+)
+_VALIDATION_WHERE = "w.id = v.wu_id AND (v.canonical IS NULL OR w.canonical_result_id IS NULL)"
+
+
+def workunits_validation_write(rows: Sequence[Sequence[Any]]) -> None:
+    """The validator's changes to its judged workunits (one row of ``VALIDATION_VALUES``
+    each).
+
+    Why SQL: as ``workunits_transition_apply``: values per workunit, some kept where the
+    row already has one (COALESCE, OR): one statement instead of one per workunit.
+    """
+    if not rows:
+        return
+    set_params = [False, int(AssimilateState.INIT), int(AssimilateState.READY)]
+    for sql, params in _values_update(
+        Workunit, VALIDATION_VALUES, _VALIDATION_SETS, _VALIDATION_WHERE, rows, set_params
+    ):
+        execute(sql, params)
+
+
+def transition_times_lower(times: Mapping[int, datetime], *, batch: WriteBatch | None = None) -> None:
+    """Bring each workunit's transition time forward to its given time (never push it back).
+
+    One statement on PostgreSQL (the pairs travel as two arrays), one per workunit elsewhere;
+    with ``batch`` it waits there until ``batch.flush()``.
+
+    Why SQL: the scheduler RPC runs it for every request that reports or sends; the ORM
+    needs an UPDATE per workunit, each compiled in Python, and cannot join the batch.
+    """
+    if not times:
+        return
+    field = Workunit._meta.get_field("transition_time")
+    ids = list(times)
+    stamps = [field.get_db_prep_save(times[i], connection) for i in ids]
+    target = batch if batch is not None else WriteBatch()
+    if connection.vendor == "postgresql":
+        target.add(
+            "UPDATE work_workunit w SET transition_time = v.t"
+            " FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, t)"
+            " WHERE w.id = v.id AND (w.transition_time IS NULL OR w.transition_time > v.t)",
+            [array_literal(ids), array_literal(stamps)],
+            table=Workunit._meta.db_table,
+            keys=frozenset(ids),
+        )
+    else:
+        target.add_many(
+            "UPDATE work_workunit SET transition_time = %s"
+            " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
+            [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
+        )
+    if batch is None:
+        target.flush()

@@ -42,8 +42,7 @@ from apps.scheduler.services.replication import Replication
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
-from apps.work.queries import results_with_workunits
-from apps.work.services.transitioner import transition_times_lower
+from apps.work.queries import results_with_workunits, transition_times_lower
 
 logger = logging.getLogger(__name__)
 
