@@ -8,15 +8,25 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.db import ModelColumns, WriteBatch, db_datetime
 from apps.hosts.models import HostAppVersion
+from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
 from apps.work.models import Result, Workunit
 from apps.work.queries import (
     host_app_versions_lock_for_results,
+    results_of_workunits_locked,
+    results_unsent_withdraw,
     results_with_workunits,
+    transition_times_lower,
+    workunit_and_results_early,
     workunits_claim_due,
     workunits_claim_validation,
+    workunits_in_order,
+    workunits_transition_apply,
     workunits_transition_claims_release,
     workunits_transition_time_set,
+    workunits_validation_write,
+    workunits_with_transition_settings,
 )
 from tests.factories import (
     AppFactory,
@@ -142,3 +152,152 @@ def test_host_app_version_lock_finds_what_the_orm_finds() -> None:
             else Q(app_version__isnull=True, app_id=r.app_id, anonymous_proc_type=r.anonymous_proc_type)
         )
     assert locked == list(HostAppVersion.objects.filter(matches).order_by("id").values_list("id", flat=True))
+
+
+def _columns(wus: list[Workunit], names: tuple[str, ...]) -> list[tuple[object, ...]]:
+    return list(Workunit.objects.filter(id__in=[wu.id for wu in wus]).order_by("id").values_list(*names))
+
+
+def _results_by_id(ids: list[int]) -> list[dict[str, object]]:
+    return [_fields(r) for r in Result.objects.filter(id__in=ids).order_by("id")]
+
+
+def test_results_of_workunits_locked_equal_the_orm_rows() -> None:
+    wu, other = WorkunitFactory(), WorkunitFactory()
+    ResultFactory(workunit=wu)
+    ResultFactory(workunit=other)
+    ResultFactory(workunit=wu, server_state=ServerState.OVER)
+    ResultFactory()
+    found = results_of_workunits_locked([wu.id, other.id], ModelColumns(Result, "r"))
+    expected = Result.objects.filter(workunit_id__in=[wu.id, other.id]).order_by("id")
+    assert [_fields(r) for r in found] == [_fields(r) for r in expected]
+
+
+def test_workunits_in_order_equal_the_orm_rows() -> None:
+    wus = [WorkunitFactory() for _ in range(3)]
+    ids = [wus[2].id, wus[0].id]
+    found = workunits_in_order(ids, ModelColumns(Workunit, "w"))
+    assert [_fields(wu) for wu in found] == [
+        _fields(wu) for wu in Workunit.objects.filter(id__in=ids).order_by("id")
+    ]
+
+
+def test_workunits_with_transition_settings_equal_select_related() -> None:
+    wus = [WorkunitFactory() for _ in range(2)]
+    found = workunits_with_transition_settings([wu.id for wu in wus], ModelColumns(Workunit, "w"))
+    expected = Workunit.objects.select_related("project").filter(id__in=[wu.id for wu in wus]).order_by("id")
+    assert [(_fields(wu), *rest) for wu, *rest in found] == [
+        (
+            _fields(wu),
+            wu.project.report_grace_period,
+            wu.project.delete_delay_hours,
+            wu.project.reliable_priority_on_over,
+            wu.project.reliable_priority_on_over_except_error,
+        )
+        for wu in expected
+    ]
+
+
+def test_workunit_and_results_early_equal_the_orm_join() -> None:
+    wu = WorkunitFactory()
+    ResultFactory(workunit=wu)
+    ResultFactory(workunit=wu)
+    ResultFactory()
+    found = workunit_and_results_early([wu.id], ModelColumns(Workunit, "w"), ModelColumns(Result, "r"))
+    expected = Result.objects.select_related("workunit").filter(workunit_id=wu.id).order_by("id")
+    assert [(_fields(w), _fields(r)) for w, r in found] == [
+        (_fields(r.workunit), _fields(r)) for r in expected
+    ]
+
+
+def test_unsent_withdraw_equals_the_orm_update() -> None:
+    states = [ServerState.UNSENT, ServerState.INACTIVE, ServerState.IN_PROGRESS, ServerState.OVER]
+    mine, theirs = (
+        [ResultFactory(workunit=wu, server_state=s) for s in states]
+        for wu in (WorkunitFactory(), WorkunitFactory())
+    )
+    assert results_unsent_withdraw([mine[0].workunit_id]) == 2
+    Result.objects.filter(
+        workunit_id=theirs[0].workunit_id, server_state__in=[ServerState.UNSENT, ServerState.INACTIVE]
+    ).update(server_state=ServerState.OVER, outcome=Outcome.DIDNT_NEED)
+    strip = lambda rows: [(r["server_state"], r["outcome"]) for r in rows]  # noqa: E731
+    assert strip(_results_by_id([r.id for r in mine])) == strip(_results_by_id([r.id for r in theirs]))
+
+
+def test_transition_times_lower_equals_conditional_orm_updates() -> None:
+    app = AppFactory()
+    mine, theirs = _twin_workunits(app, [None, NOW + timedelta(hours=1), NOW - timedelta(hours=1)])
+    at = NOW
+    transition_times_lower({wu.id: at for wu in mine})
+    Workunit.objects.filter(id__in=[wu.id for wu in theirs]).filter(
+        Q(transition_time__isnull=True) | Q(transition_time__gt=at)
+    ).update(transition_time=at)
+    assert _times(mine) == _times(theirs)
+
+
+def test_transition_apply_equals_the_orm_per_workunit() -> None:
+    app = AppFactory()
+    lease = NOW + timedelta(seconds=90)
+    mine, theirs = _twin_workunits(app, [lease, NOW + timedelta(hours=3)])
+    for wus in (mine, theirs):
+        Workunit.objects.filter(id__in=[wu.id for wu in wus]).update(error_mask=2, hr_class=3)
+    next_time = NOW + timedelta(hours=1)
+    writes = WriteBatch()
+    workunits_transition_apply(
+        [(wu.id, db_datetime(lease), db_datetime(next_time), 4, True, True, True, True, 7) for wu in mine],
+        writes,
+    )
+    writes.flush()
+    for wu in theirs:
+        row = Workunit.objects.get(id=wu.id)
+        if row.transition_time == lease:
+            row.transition_time = next_time
+        row.error_mask |= 4
+        row.need_validate = True
+        if row.assimilate_state == AssimilateState.INIT:
+            row.assimilate_state = AssimilateState.READY
+        if row.file_delete_state == FileDeleteState.INIT:
+            row.file_delete_state = FileDeleteState.READY
+        row.app_version_id, row.hr_class, row.priority = None, 0, 7
+        row.save()
+    keep = (
+        "transition_time",
+        "error_mask",
+        "need_validate",
+        "assimilate_state",
+        "file_delete_state",
+        "hr_class",
+        "priority",
+    )
+    assert _columns(mine, keep) == _columns(theirs, keep)
+
+
+def test_validation_write_equals_the_orm_per_workunit() -> None:
+    app = AppFactory()
+    mine, theirs = _twin_workunits(app, [NOW, NOW], need_validate=True)
+    canonical = [ResultFactory(workunit=wu) for wu in mine], [ResultFactory(workunit=wu) for wu in theirs]
+    new_time = NOW + timedelta(days=1)
+    # The first gets a canonical result and a new time; the second only an error bit.
+    workunits_validation_write(
+        [
+            (mine[0].id, canonical[0][0].id, 12.5, True, 0, None, True, db_datetime(new_time)),
+            (mine[1].id, None, None, False, 8, 3, False, None),
+        ]
+    )
+    Workunit.objects.filter(id=theirs[0].id).update(
+        need_validate=False,
+        canonical_result_id=canonical[1][0].id,
+        canonical_credit=12.5,
+        assimilate_state=AssimilateState.READY,
+        transition_time=new_time,
+    )
+    Workunit.objects.filter(id=theirs[1].id).update(need_validate=False, error_mask=8, target_nresults=3)
+    keep = (
+        "need_validate",
+        "canonical_credit",
+        "assimilate_state",
+        "error_mask",
+        "target_nresults",
+        "transition_time",
+    )
+    assert _columns(mine, keep) == _columns(theirs, keep)
