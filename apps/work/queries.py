@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
+from apps.applications.models import App
 from apps.core.db import (
     ModelColumns,
     WriteBatch,
@@ -467,3 +468,145 @@ def transition_times_lower(times: Mapping[int, datetime], *, batch: WriteBatch |
         )
     if batch is None:
         target.flush()
+
+
+# The assimilator. A claim sets a lease in assimilate_retry_time and counts an attempt; the
+# attempt count it set marks the claim as this worker's in every later write.
+_ASSIMILATE_READY = int(AssimilateState.READY)
+
+
+def workunits_assimilate_ready_ids(project_id: int, *, due_by: datetime | None, limit: int) -> list[int]:
+    """Ids of the project's READY workunits, by retry time then id: those whose retry is due
+    by ``due_by``, or (``None``) those never tried. Rows another worker holds are skipped.
+
+    Why SQL: ``FOR UPDATE SKIP LOCKED`` with ``LIMIT`` on one range of the
+    wu_assimilate_ready index, ordered by retry time too (PostgreSQL does not take
+    ``IS NULL`` as fixing the column, so ``ORDER BY id`` alone would sort every READY row).
+    """
+    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    select = f"SELECT id FROM {quoted_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s AND "
+    order = f" ORDER BY assimilate_retry_time, id LIMIT %s{lock}"
+    if due_by is None:
+        rows = fetch_rows(
+            f"{select}assimilate_retry_time IS NULL{order}", [project_id, _ASSIMILATE_READY, limit]
+        )
+    else:
+        rows = fetch_rows(
+            f"{select}assimilate_retry_time <= %s{order}",
+            [project_id, _ASSIMILATE_READY, db_datetime(due_by), limit],
+        )
+    return [row[0] for row in rows]
+
+
+def workunits_claim_assimilation(workunit_ids: Sequence[int], lease: datetime) -> dict[int, int]:
+    """The assimilator's claim: the workunits still READY count an attempt and get ``lease``
+    as their retry time; their ids with the new attempt count.
+
+    Why SQL: ``UPDATE … RETURNING`` claims and reads the counts in one statement; the ORM's
+    ``.update()`` returns only a row count, so it would need a SELECT after it.
+    """
+    where, params = any_of("id", list(workunit_ids), "bigint")
+    rows = fetch_rows(
+        f"UPDATE {quoted_table(Workunit)} SET assimilate_attempts = assimilate_attempts + 1, "
+        f"assimilate_retry_time = %s WHERE {where} AND assimilate_state = %s "
+        "RETURNING id, assimilate_attempts",
+        [db_datetime(lease), *params, _ASSIMILATE_READY],
+    )
+    return dict(rows)
+
+
+def workunits_with_app_and_canonical(
+    workunit_ids: Sequence[int],
+    workunit_columns: ModelColumns,
+    app_columns: ModelColumns,
+    result_columns: ModelColumns,
+) -> list[tuple[Workunit, App, Result | None]]:
+    """Each workunit with its app and canonical result (None: none yet); one App instance
+    per app.
+
+    Why SQL: one join for the assimilator's batch, building the model instances without
+    ``Model.__init__`` (see ``ModelColumns``); ``select_related`` costs more Python time
+    than the query.
+    """
+    where, params = any_of("w.id", list(workunit_ids), "bigint")
+    rows = fetch_rows(
+        f"SELECT {workunit_columns.sql()}, {app_columns.sql()}, {result_columns.sql()} FROM {quoted_table(Workunit)} w "
+        f"JOIN {quoted_table(App)} a ON a.id = w.app_id "
+        f"LEFT JOIN {quoted_table(Result)} c ON c.id = w.canonical_result_id WHERE {where}",
+        params,
+    )
+    conn = connections[DEFAULT_DB_ALIAS]
+    apps: dict[int, App] = {}
+    found = []
+    canonical_at = workunit_columns.width + app_columns.width
+    for row in rows:
+        wu = workunit_columns.build(row, 0, conn)
+        app = apps.get(wu.app_id)
+        if app is None:
+            app = apps[wu.app_id] = app_columns.build(row, workunit_columns.width, conn)
+        canonical = result_columns.build(row, canonical_at, conn) if row[canonical_at] is not None else None
+        found.append((wu, app, canonical))
+    return found
+
+
+def _values_table(rows: Sequence[Sequence[Any]], types: Sequence[str]) -> tuple[str, list[Any]]:
+    """``rows`` as a table for ``WITH v (...) AS (here)``: on PostgreSQL one array per column
+    through unnest, so the statement has one shape whatever the number of rows and is
+    prepared once; elsewhere a VALUES list."""
+    if connection.vendor == "postgresql":
+        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        return f"SELECT * FROM unnest({arrays})", [array_literal(col) for col in zip(*rows, strict=True)]
+    row = "(" + ", ".join(["%s"] * len(types)) + ")"
+    return "VALUES " + ", ".join([row] * len(rows)), [value for r in rows for value in r]
+
+
+def workunits_assimilation_write(
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    sets: str,
+    params: Sequence[Any],
+) -> set[int]:
+    """``UPDATE … SET sets`` of the workunits in ``v (wu, claim, *columns)`` (``types``: the
+    PostgreSQL types of ``columns``) whose claim the assimilator still holds (READY, with the
+    attempt count its claim set); their ids. ``params`` are those of ``sets``.
+
+    Why SQL: each workunit has its own values and its own claim to check, and the caller
+    needs the rows written: the ORM needs an UPDATE per workunit and cannot return ids.
+    """
+    source, source_params = _values_table(rows, ("bigint", "integer", *types))
+    sql = (
+        f"WITH v ({', '.join(['wu', 'claim', *columns])}) AS ({source}) UPDATE {quoted_table(Workunit)} AS w SET {sets} "
+        "FROM v WHERE w.id = v.wu AND w.assimilate_attempts = v.claim AND w.assimilate_state = %s "
+        "RETURNING id"  # unqualified: SQLite's RETURNING sees only the table written
+    )
+    return {row[0] for row in fetch_rows(sql, [*source_params, *params, _ASSIMILATE_READY])}
+
+
+def workunits_assimilation_claims_release(claims: Sequence[tuple[int, int]], now: datetime) -> None:
+    """For each ``(workunit id, attempts)``: due again at ``now``, where the claim is still
+    the one that set that attempt count.
+
+    Why SQL: one statement sent with ``executemany`` instead of an ORM ``.update()`` built per
+    claim.
+    """
+    execute_many(
+        f"UPDATE {quoted_table(Workunit)} SET assimilate_retry_time = %s "
+        "WHERE id = %s AND assimilate_attempts = %s AND assimilate_state = %s",
+        [(db_datetime(now), wu_id, attempts, _ASSIMILATE_READY) for wu_id, attempts in claims],
+    )
+
+
+def workunits_assimilation_waiting(project_id: int, now: datetime) -> int:
+    """How many of the project's READY workunits back off after a failed hook (or are leased
+    by a worker running it).
+
+    Why SQL: kept beside the assimilator's other statements on the same index; the ORM's
+    ``.count()`` says the same at a compile per pass.
+    """
+    rows = fetch_rows(
+        f"SELECT count(*) FROM {quoted_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s "
+        "AND assimilate_retry_time > %s",
+        [project_id, _ASSIMILATE_READY, db_datetime(now)],
+    )
+    return int(rows[0][0])
