@@ -5,9 +5,10 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.applications.models import App
 from apps.core.db import ModelColumns, WriteBatch, db_datetime
 from apps.hosts.models import HostAppVersion
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
@@ -19,6 +20,11 @@ from apps.work.queries import (
     results_with_workunits,
     transition_times_lower,
     workunit_and_results_early,
+    workunits_assimilate_ready_ids,
+    workunits_assimilation_claims_release,
+    workunits_assimilation_waiting,
+    workunits_assimilation_write,
+    workunits_claim_assimilation,
     workunits_claim_due,
     workunits_claim_validation,
     workunits_in_order,
@@ -26,6 +32,7 @@ from apps.work.queries import (
     workunits_transition_claims_release,
     workunits_transition_time_set,
     workunits_validation_write,
+    workunits_with_app_and_canonical,
     workunits_with_transition_settings,
 )
 from tests.factories import (
@@ -301,3 +308,89 @@ def test_validation_write_equals_the_orm_per_workunit() -> None:
         "transition_time",
     )
     assert _columns(mine, keep) == _columns(theirs, keep)
+
+
+def _assimilation_workunits(app: object) -> list[Workunit]:
+    """READY workunits never tried, due, not yet due; one done."""
+    retry = [None, NOW - timedelta(minutes=2), NOW + timedelta(hours=1), None]
+    states = [AssimilateState.READY] * 3 + [AssimilateState.DONE]
+    return [
+        WorkunitFactory(app=app, assimilate_state=s, assimilate_retry_time=t, assimilate_attempts=1)
+        for s, t in zip(states, retry, strict=True)
+    ]
+
+
+def test_assimilate_ready_ids_equal_the_orm_ranges() -> None:
+    app = AppFactory()
+    _assimilation_workunits(app)
+    ready = Workunit.objects.filter(project_id=app.project_id, assimilate_state=AssimilateState.READY)
+    by_retry = ready.order_by("assimilate_retry_time", "id").values_list("id", flat=True)
+    assert workunits_assimilate_ready_ids(app.project_id, due_by=NOW, limit=5) == list(
+        by_retry.filter(assimilate_retry_time__lte=NOW)
+    )
+    assert workunits_assimilate_ready_ids(app.project_id, due_by=None, limit=5) == list(
+        by_retry.filter(assimilate_retry_time__isnull=True)
+    )
+
+
+def test_claim_assimilation_equals_an_orm_update_then_read() -> None:
+    mine, theirs = _assimilation_workunits(AppFactory()), _assimilation_workunits(AppFactory())
+    lease = NOW + timedelta(seconds=90)
+    claimed = workunits_claim_assimilation([wu.id for wu in mine], lease)
+    ids = [wu.id for wu in theirs]
+    Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY).update(
+        assimilate_attempts=F("assimilate_attempts") + 1, assimilate_retry_time=lease
+    )
+    expected = dict(
+        Workunit.objects.filter(id__in=ids, assimilate_state=AssimilateState.READY).values_list(
+            "id", "assimilate_attempts"
+        )
+    )
+    assert sorted(claimed.values()) == sorted(expected.values())
+    keep = ("assimilate_attempts", "assimilate_retry_time", "assimilate_state")
+    assert _columns(mine, keep) == _columns(theirs, keep)
+
+
+def test_workunits_with_app_and_canonical_equal_select_related() -> None:
+    wu, without = WorkunitFactory(), WorkunitFactory()
+    wu.canonical_result = ResultFactory(workunit=wu)
+    wu.save()
+    found = workunits_with_app_and_canonical(
+        [wu.id, without.id], ModelColumns(Workunit, "w"), ModelColumns(App, "a"), ModelColumns(Result, "c")
+    )
+    expected = Workunit.objects.select_related("app", "canonical_result").filter(id__in=[wu.id, without.id])
+    assert sorted(
+        (repr(_fields(w)), repr(_fields(a)), repr(c and _fields(c))) for w, a, c in found
+    ) == sorted(
+        (repr(_fields(w)), repr(_fields(w.app)), repr(w.canonical_result and _fields(w.canonical_result)))
+        for w in expected
+    )
+
+
+def test_assimilation_write_equals_orm_updates_where_the_claim_holds() -> None:
+    mine, theirs = _assimilation_workunits(AppFactory()), _assimilation_workunits(AppFactory())
+    # The first workunit's claim is this worker's (attempts 1), the second's is another's.
+    written = workunits_assimilation_write(
+        ["path"], ["text"], [(mine[0].id, 1, "/a"), (mine[1].id, 2, "/b")], "assimilated_path = v.path", []
+    )
+    Workunit.objects.filter(
+        id=theirs[0].id, assimilate_attempts=1, assimilate_state=AssimilateState.READY
+    ).update(assimilated_path="/a")
+    assert written == {mine[0].id}
+    assert _columns(mine, ("assimilated_path",)) == _columns(theirs, ("assimilated_path",))
+
+
+def test_assimilation_claims_release_and_waiting_equal_the_orm() -> None:
+    mine, theirs = _assimilation_workunits(AppFactory()), _assimilation_workunits(AppFactory())
+    assert workunits_assimilation_waiting(mine[0].project_id, NOW) == (
+        Workunit.objects.filter(
+            project_id=mine[0].project_id,
+            assimilate_state=AssimilateState.READY,
+            assimilate_retry_time__gt=NOW,
+        ).count()
+    )
+    workunits_assimilation_claims_release([(wu.id, 1) for wu in mine], NOW)
+    Workunit.objects.filter(
+        id__in=[wu.id for wu in theirs], assimilate_attempts=1, assimilate_state=AssimilateState.READY
+    ).update(assimilate_retry_time=NOW)
+    assert _columns(mine, ("assimilate_retry_time",)) == _columns(theirs, ("assimilate_retry_time",))
