@@ -30,7 +30,7 @@ from apps.core.db import (
 from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
-from apps.work.models import Result, Workunit
+from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 
 _RESULT = ModelColumns(Result, "r")
 _WORKUNIT = ModelColumns(Workunit, "w")
@@ -610,3 +610,159 @@ def workunits_assimilation_waiting(project_id: int, now: datetime) -> int:
         [project_id, _ASSIMILATE_READY, db_datetime(now)],
     )
     return int(rows[0][0])
+
+
+# The file deleter. Each step picks its rows itself: ``only`` (just these ids) or ``skip``
+# (any but these), as apps.work.services.claims.rows_batch_run passes them.
+_FILE_DONE, _FILE_ERROR, _FILE_READY = (
+    int(FileDeleteState.DONE),
+    int(FileDeleteState.ERROR),
+    int(FileDeleteState.READY),
+)
+
+
+def _ids_picked(only: Sequence[int] | None, skip: Sequence[int]) -> tuple[str, list[Any]]:
+    """The condition on ``id`` of a batch's rows: just ``only``, or any but ``skip``."""
+    if only is not None:
+        where, params = any_of("id", list(only), "bigint")
+        return f" AND {where}", params
+    if skip:
+        where, params = any_of("id", list(skip), "bigint")
+        return f" AND NOT ({where})", params
+    return "", []
+
+
+def _skip_locked() -> str:
+    return " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+
+
+def rows_file_delete_ready(
+    model: type[Workunit] | type[Result],
+    project_id: int,
+    columns: str,
+    *,
+    only: Sequence[int] | None,
+    skip: Sequence[int],
+    limit: int,
+) -> list[tuple[Any, ...]]:
+    """``columns`` (SQL) of up to ``limit`` of the project's workunits or results whose
+    files are ready to delete, in id order, skipping rows another deleter holds.
+
+    Why SQL: ``FOR UPDATE SKIP LOCKED`` with a LIMIT on the file_delete_state index, and an
+    id condition (``any_of``) of one shape whatever the number of ids left out.
+    """
+    picked, picked_params = _ids_picked(only, skip)
+    return fetch_rows(
+        f"SELECT {columns} FROM {quoted_table(model)} WHERE project_id = %s AND file_delete_state = %s"
+        f"{picked} ORDER BY id LIMIT %s{_skip_locked()}",
+        [project_id, _FILE_READY, *picked_params, limit],
+    )
+
+
+def workunit_file_refs(workunit_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """(workunit id, input file id) of each input file the workunits use.
+
+    Why SQL: ``values_list`` says the same at an ORM compile per batch; kept with the file
+    deleter's other reads, one statement shape whatever the number of ids.
+    """
+    where, params = any_of("workunit_id", list(workunit_ids), "bigint")
+    return [
+        (wu_id, file_id)
+        for wu_id, file_id in fetch_rows(
+            f"SELECT workunit_id, file_id FROM {quoted_table(WorkunitFileRef)} WHERE {where}", params
+        )
+    ]
+
+
+_INPUT_FILE_COLUMNS = "id, name, sticky, no_delete, gzip, file_delete_state"
+
+
+def input_files_locked(file_ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """(id, name, sticky, no_delete, gzip, file_delete_state) of the input files, locked in
+    id order (a creator reusing one waits, then sees whether it went).
+
+    Why SQL: six columns of rows locked FOR UPDATE once per batch, without building models.
+    """
+    where, params = any_of("id", list(file_ids), "bigint")
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return fetch_rows(
+        f"SELECT {_INPUT_FILE_COLUMNS} FROM {quoted_table(InputFile)} WHERE {where} ORDER BY id{lock}", params
+    )
+
+
+def input_files_ready_locked(project_id: int, limit: int) -> list[tuple[Any, ...]]:
+    """The columns of ``input_files_locked`` for up to ``limit`` of the project's input
+    files left READY, skipping those another deleter holds.
+
+    Why SQL: ``FOR UPDATE SKIP LOCKED`` with a LIMIT.
+    """
+    return fetch_rows(
+        f"SELECT {_INPUT_FILE_COLUMNS} FROM {quoted_table(InputFile)} "
+        f"WHERE project_id = %s AND file_delete_state = %s ORDER BY id LIMIT %s{_skip_locked()}",
+        [project_id, _FILE_READY, limit],
+    )
+
+
+def input_files_used_elsewhere(file_ids: Sequence[int], outside: Sequence[int]) -> set[int]:
+    """Those of the input files a workunit not in ``outside``, not finished with its files,
+    uses.
+
+    Why SQL: EXISTS stops at the first user (a locality file may have thousands), with the
+    join to the workunit inside it; the ORM's ``Exists`` says it too, at a compile per batch
+    that costs more than the statement.
+    """
+    where, params = any_of("f.id", list(file_ids), "bigint")
+    excluded = ""
+    excluded_params: list[Any] = []
+    if outside:
+        excluded, excluded_params = any_of("r.workunit_id", sorted(outside), "bigint")
+        excluded = f" AND NOT ({excluded})"
+    rows = fetch_rows(
+        f"SELECT f.id FROM {quoted_table(InputFile)} f WHERE {where} AND EXISTS (SELECT 1 FROM "
+        f"{quoted_table(WorkunitFileRef)} r JOIN {quoted_table(Workunit)} w ON w.id = r.workunit_id "
+        f"WHERE r.file_id = f.id AND w.file_delete_state NOT IN (%s, %s){excluded})",
+        [*params, _FILE_DONE, _FILE_ERROR, *excluded_params],
+    )
+    return {row[0] for row in rows}
+
+
+def names_in_working_set(locality_file: type[Any], project_id: int, names: Sequence[str]) -> set[str]:
+    """Those of ``names`` the project's locality working set holds (``locality_file``: the
+    locality app's model, passed in because locality sits above work in the layers).
+
+    Why SQL: a name list as one array (``any_of``), one statement shape whatever its length.
+    """
+    where, params = any_of("name", list(names), "text")
+    rows = fetch_rows(
+        f"SELECT name FROM {quoted_table(locality_file)} WHERE project_id = %s AND in_working_set = %s AND {where}",
+        [project_id, True, *params],
+    )
+    return {row[0] for row in rows}
+
+
+def file_delete_states_write(model: type[Any], states: Mapping[int, int]) -> None:
+    """Each row's new file_delete_state: one UPDATE per state (nearly always DONE alone).
+
+    Why SQL: as the ORM's ``.update()`` per state, with an id list of one statement shape.
+    """
+    by_state: dict[int, list[int]] = {}
+    for row_id, state in states.items():
+        by_state.setdefault(state, []).append(row_id)
+    for state, ids in by_state.items():
+        where, params = any_of("id", ids, "bigint")
+        execute(f"UPDATE {quoted_table(model)} SET file_delete_state = %s WHERE {where}", [state, *params])
+
+
+def uploaded_output_names(result_ids: Sequence[int]) -> list[tuple[int, str]]:
+    """(result id, file name) of each output file of the results that is uploaded.
+
+    Why SQL: as ``workunit_file_refs``.
+    """
+    where, params = any_of("result_id", list(result_ids), "bigint")
+    return [
+        (result_id, name)
+        for result_id, name in fetch_rows(
+            f"SELECT result_id, name FROM {quoted_table(OutputFile)} WHERE {where} AND upload = %s",
+            [*params, True],
+        )
+    ]
