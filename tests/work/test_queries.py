@@ -5,21 +5,28 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from apps.applications.models import App
 from apps.core.db import ModelColumns, WriteBatch, db_datetime
 from apps.hosts.models import HostAppVersion
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
-from apps.work.models import Result, Workunit
+from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.queries import (
+    file_delete_states_write,
     host_app_versions_lock_for_results,
+    input_files_locked,
+    input_files_ready_locked,
+    input_files_used_elsewhere,
     results_of_workunits_locked,
     results_unsent_withdraw,
     results_with_workunits,
+    rows_file_delete_ready,
     transition_times_lower,
+    uploaded_output_names,
     workunit_and_results_early,
+    workunit_file_refs,
     workunits_assimilate_ready_ids,
     workunits_assimilation_claims_release,
     workunits_assimilation_waiting,
@@ -40,6 +47,9 @@ from tests.factories import (
     AppVersionFactory,
     HostAppVersionFactory,
     HostFactory,
+    InputFileFactory,
+    OutputFileFactory,
+    ProjectFactory,
     ResultFactory,
     WorkunitFactory,
 )
@@ -394,3 +404,72 @@ def test_assimilation_claims_release_and_waiting_equal_the_orm() -> None:
         id__in=[wu.id for wu in theirs], assimilate_attempts=1, assimilate_state=AssimilateState.READY
     ).update(assimilate_retry_time=NOW)
     assert _columns(mine, ("assimilate_retry_time",)) == _columns(theirs, ("assimilate_retry_time",))
+
+
+def _file_users() -> tuple[list[InputFile], list[Workunit]]:
+    """Three input files: one used by an unfinished workunit, one by a finished one, one by
+    none; the workunits in that order."""
+    project = ProjectFactory()
+    files = [InputFileFactory(project=project, file_delete_state=FileDeleteState.READY) for _ in range(3)]
+    app = AppFactory(project=project)
+    busy = WorkunitFactory(app=app, file_delete_state=FileDeleteState.INIT)
+    done = WorkunitFactory(app=app, file_delete_state=FileDeleteState.DONE)
+    WorkunitFileRef.objects.create(workunit=busy, file=files[0], ordinal=0)
+    WorkunitFileRef.objects.create(workunit=done, file=files[1], ordinal=0)
+    return files, [busy, done]
+
+
+def test_input_files_used_elsewhere_equal_the_orm_exists() -> None:
+    files, (busy, _done) = _file_users()
+    ids = [f.id for f in files]
+    users = WorkunitFileRef.objects.filter(file_id=OuterRef("id")).exclude(
+        workunit__file_delete_state__in=[FileDeleteState.DONE, FileDeleteState.ERROR]
+    )
+    expected = set(InputFile.objects.filter(id__in=ids).filter(Exists(users)).values_list("id", flat=True))
+    assert input_files_used_elsewhere(ids, []) == expected == {files[0].id}
+    assert input_files_used_elsewhere(ids, [busy.id]) == set(
+        InputFile.objects.filter(id__in=ids)
+        .filter(Exists(users.exclude(workunit_id=busy.id)))
+        .values_list("id", flat=True)
+    )
+
+
+def test_file_deleter_reads_equal_the_orm() -> None:
+    files, wus = _file_users()
+    project_id = files[0].project_id
+    columns = ("id", "name", "sticky", "no_delete", "gzip", "file_delete_state")
+    ids = [f.id for f in files]
+    assert input_files_locked(ids) == list(
+        InputFile.objects.filter(id__in=ids).order_by("id").values_list(*columns)
+    )
+    assert input_files_ready_locked(project_id, 2) == list(
+        InputFile.objects.filter(project_id=project_id, file_delete_state=FileDeleteState.READY)
+        .order_by("id")
+        .values_list(*columns)[:2]
+    )
+    assert sorted(workunit_file_refs([wu.id for wu in wus])) == sorted(
+        WorkunitFileRef.objects.filter(workunit__in=wus).values_list("workunit_id", "file_id")
+    )
+    Workunit.objects.filter(id=wus[1].id).update(file_delete_state=FileDeleteState.READY)
+    assert rows_file_delete_ready(Workunit, project_id, "id, name", only=None, skip=[], limit=5) == list(
+        Workunit.objects.filter(project_id=project_id, file_delete_state=FileDeleteState.READY)
+        .order_by("id")
+        .values_list("id", "name")
+    )
+    assert rows_file_delete_ready(Workunit, project_id, "id", only=None, skip=[wus[1].id], limit=5) == []
+
+
+def test_file_delete_states_write_and_uploaded_names_equal_the_orm() -> None:
+    mine, theirs = _file_users()[0], _file_users()[0]
+    states = [FileDeleteState.DONE, FileDeleteState.ERROR, FileDeleteState.DONE]
+    file_delete_states_write(InputFile, {f.id: int(s) for f, s in zip(mine, states, strict=True)})
+    for f, s in zip(theirs, states, strict=True):
+        InputFile.objects.filter(id=f.id).update(file_delete_state=s)
+    state = lambda fs: [InputFile.objects.get(id=f.id).file_delete_state for f in fs]  # noqa: E731
+    assert state(mine) == state(theirs)
+    result = ResultFactory()
+    OutputFileFactory(result=result, upload=True)
+    OutputFileFactory(result=result, upload=False, name="other", ordinal=1)
+    assert sorted(uploaded_output_names([result.id])) == sorted(
+        OutputFile.objects.filter(result=result, upload=True).values_list("result_id", "name")
+    )
