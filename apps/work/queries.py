@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 
 from apps.applications.models import App
 from apps.core.db import (
@@ -29,7 +29,7 @@ from apps.core.db import (
 )
 from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
-from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
+from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, SequenceState, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 
 _RESULT = ModelColumns(Result, "r")
@@ -225,18 +225,20 @@ def host_app_versions_lock_for_results(
     return [row[0] for row in rows]
 
 
-def results_of_workunits_locked(workunit_ids: Sequence[int], columns: ModelColumns) -> list[Result]:
+def results_of_workunits_locked(
+    workunit_ids: Sequence[int], columns: ModelColumns, *, lock: bool = True
+) -> list[Result]:
     """The workunits' results (``columns`` of alias ``r``), locked FOR UPDATE in id order, as
     the transitioner and the validator both lock them (SQLite has no row locks: its
-    IMMEDIATE transactions hold the database's write lock).
+    IMMEDIATE transactions hold the database's write lock). ``lock=False``: read only.
 
     Why SQL: run for every daemon batch, with only the columns the plans read; built by the
     ORM the query cost more Python time than the database took to answer (see
     ``ModelColumns``), and ``any_of`` keeps one statement shape for any number of ids.
     """
     cond, params = any_of("r.workunit_id", list(workunit_ids), "bigint")
-    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
-    sql = f"SELECT {columns.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
+    tail = " FOR UPDATE OF r" if lock and connection.features.has_select_for_update else ""
+    sql = f"SELECT {columns.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{tail}"
     return [columns.build(row) for row in fetch_rows(sql, params)]
 
 
@@ -621,13 +623,13 @@ _FILE_DONE, _FILE_ERROR, _FILE_READY = (
 )
 
 
-def _ids_picked(only: Sequence[int] | None, skip: Sequence[int]) -> tuple[str, list[Any]]:
-    """The condition on ``id`` of a batch's rows: just ``only``, or any but ``skip``."""
+def _ids_picked(only: Sequence[int] | None, skip: Sequence[int], column: str = "id") -> tuple[str, list[Any]]:
+    """The condition on ``column`` of a batch's rows: just ``only``, or any but ``skip``."""
     if only is not None:
-        where, params = any_of("id", list(only), "bigint")
+        where, params = any_of(column, list(only), "bigint")
         return f" AND {where}", params
     if skip:
-        where, params = any_of("id", list(skip), "bigint")
+        where, params = any_of(column, list(skip), "bigint")
         return f" AND NOT ({where})", params
     return "", []
 
@@ -766,3 +768,143 @@ def uploaded_output_names(result_ids: Sequence[int]) -> list[tuple[int, str]]:
             [*params, True],
         )
     ]
+
+
+# db_purge. Through the ORM, the prefetches, the model instances and the delete collector
+# cost several times these statements.
+
+
+def workunits_purgeable(
+    project_id: int,
+    cutoff: datetime,
+    limit: int,
+    columns: ModelColumns,
+    *,
+    only: Sequence[int] | None,
+    skip: Sequence[int],
+) -> list[Workunit]:
+    """Up to ``limit`` of the project's workunits whose files are deleted, created by
+    ``cutoff``, outside a running work sequence and with no result received after
+    ``cutoff``; in id order, skipping those another purger holds (``columns`` of alias
+    ``w``; just ``only``, or any but ``skip``).
+
+    Why SQL: the NOT EXISTS on results and ``FOR UPDATE OF w SKIP LOCKED`` with a LIMIT in
+    one statement, the rows built without ``Model.__init__``.
+    """
+    picked, picked_params = _ids_picked(only, skip, "w.id")
+    sequences = cast("type[models.Model]", Workunit._meta.get_field("sequence").related_model)
+    lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    rows = fetch_rows(
+        f"SELECT {columns.sql()} FROM {quoted_table(Workunit)} w "
+        f"LEFT JOIN {quoted_table(sequences)} s ON s.id = w.sequence_id "
+        "WHERE w.project_id = %s AND w.file_delete_state = %s AND w.create_time <= %s "
+        "AND (w.sequence_id IS NULL OR s.state IN (%s, %s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {quoted_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s)"
+        f"{picked} ORDER BY w.id LIMIT %s{lock}",
+        [
+            project_id,
+            _FILE_DONE,
+            db_datetime(cutoff),
+            int(SequenceState.ENDED),
+            int(SequenceState.ERROR),
+            db_datetime(cutoff),
+            *picked_params,
+            limit,
+        ],
+    )
+    conn = connections[DEFAULT_DB_ALIAS]
+    return [columns.build(row, 0, conn) for row in rows]
+
+
+def workunit_inputs_for_archive(workunit_ids: Sequence[int]) -> list[tuple[int, str, str, int, str]]:
+    """(workunit id, file name, md5, size, open name) of each input of the workunits, by
+    workunit and ordinal.
+
+    Why SQL: one join for a purge batch, tuples rather than models.
+    """
+    where, params = any_of("r.workunit_id", list(workunit_ids), "bigint")
+    return fetch_rows(
+        f"SELECT r.workunit_id, f.name, f.md5_cksum, f.nbytes, r.open_name FROM {quoted_table(WorkunitFileRef)} r "
+        f"JOIN {quoted_table(InputFile)} f ON f.id = r.file_id WHERE {where} ORDER BY r.workunit_id, r.ordinal",
+        params,
+    )
+
+
+def result_outputs_for_archive(workunit_ids: Sequence[int]) -> list[tuple[int, str, int, str, Any]]:
+    """(result id, name, size, md5, uploaded) of each output file of the workunits' results,
+    by result, ordinal and id.
+
+    Why SQL: as ``workunit_inputs_for_archive``.
+    """
+    where, params = any_of("r.workunit_id", list(workunit_ids), "bigint")
+    return fetch_rows(
+        f"SELECT f.result_id, f.name, f.nbytes, f.md5_cksum, f.uploaded FROM {quoted_table(OutputFile)} f "
+        f"JOIN {quoted_table(Result)} r ON r.id = f.result_id WHERE {where} ORDER BY f.result_id, f.ordinal, f.id",
+        params,
+    )
+
+
+def column_set_null(model: type[models.Model], column: str, ids: Sequence[int], keep: Sequence[int]) -> None:
+    """``column = NULL`` on ``model``'s rows pointing at ``ids`` (SET_NULL, as the ORM's
+    delete would), except rows whose id is in ``keep`` (rows being purged themselves).
+
+    Why SQL: the ORM's delete collector reads the related rows into models first.
+    """
+    where, params = any_of(column, list(ids), "bigint")
+    if keep:
+        kept, kept_params = any_of("id", list(keep), "bigint")
+        where, params = f"{where} AND NOT ({kept})", [*params, *kept_params]
+    execute(f"UPDATE {quoted_table(model)} SET {column} = NULL WHERE {where}", params)
+
+
+def results_delete(workunit_ids: Sequence[int]) -> list[int]:
+    """Delete the workunits' results; their ids.
+
+    Why SQL: ``DELETE … RETURNING`` in one statement; the ORM's delete collects the rows
+    and their relations first.
+    """
+    where, params = any_of("workunit_id", list(workunit_ids), "bigint")
+    return [
+        row[0] for row in fetch_rows(f"DELETE FROM {quoted_table(Result)} WHERE {where} RETURNING id", params)
+    ]
+
+
+def rows_delete(model: type[models.Model], column: str, ids: Sequence[int]) -> None:
+    """Delete ``model``'s rows whose ``column`` is one of ``ids``.
+
+    Why SQL: as ``results_delete``; the callers have cleared or deleted what refers to them.
+    """
+    where, params = any_of(column, list(ids), "bigint")
+    execute(f"DELETE FROM {quoted_table(model)} WHERE {where}", params)
+
+
+def orphan_input_files_delete(project_id: int) -> list[int]:
+    """Delete the project's input-file rows whose file is deleted and that no workunit
+    references any more; their ids. The state is checked in the DELETE itself: a creator
+    reusing one sets it back to INIT first, under its lock.
+
+    Why SQL: the check and the delete in one statement, with RETURNING.
+    """
+    table = quoted_table(InputFile)
+    return [
+        row[0]
+        for row in fetch_rows(
+            f"DELETE FROM {table} WHERE project_id = %s AND file_delete_state = %s AND NOT EXISTS "
+            f"(SELECT 1 FROM {quoted_table(WorkunitFileRef)} r WHERE r.file_id = {table}.id) RETURNING id",
+            [project_id, _FILE_DONE],
+        )
+    ]
+
+
+def output_names_by_result(result_ids: Sequence[int]) -> list[tuple[int, str, Any, str]]:
+    """(result id, name, optional, open name) of each uploaded output file of the results,
+    by result and ordinal.
+
+    Why SQL: one statement per batch, tuples rather than models.
+    """
+    cond, params = any_of("f.result_id", sorted(result_ids), "bigint")
+    return fetch_rows(
+        f"SELECT f.result_id, f.name, f.optional, f.open_name FROM {quoted_table(OutputFile)} f "
+        f"WHERE {cond} AND f.upload = %s ORDER BY f.result_id, f.ordinal",
+        [*params, True],
+    )

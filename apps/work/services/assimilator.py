@@ -108,7 +108,7 @@ ERROR_FRAMES = 5
 ERROR_MAX_CHARS = 4000
 READY = int(AssimilateState.READY)
 
-# The pass's statements are written by hand (apps.core.db): through the ORM, building them
+# The pass's statements are written by hand (apps.work.queries): through the ORM, building them
 # and the model instances cost more than running them.
 _WORKUNIT = ModelColumns(Workunit, "w")
 _APP = ModelColumns(App, "a")

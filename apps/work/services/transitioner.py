@@ -100,7 +100,7 @@ BACKLOG_MAX_SECONDS = 86400
 _PLANNING_SENTINEL = -1  # a transition_time no plan can keep, so every plan states the next one
 
 # What the plans read and change: the statements run for every batch are written by hand
-# (apps.core.db), the ORM costing more than the SQL.
+# (apps.work.queries), the ORM costing more than the SQL.
 _RESULT = ModelColumns(
     Result,
     "r",

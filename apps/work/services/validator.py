@@ -128,7 +128,7 @@ BATCH = 200
 _JUDGED = "r.server_state = %s AND r.outcome = %s AND r.validate_state IN (%s, %s)"
 _JUDGED_PARAMS = [int(ServerState.OVER), int(Outcome.SUCCESS), int(VS.INIT), int(VS.INCONCLUSIVE)]
 
-# The statements of a batch are written by hand (apps.core.db), reading only the columns used.
+# The statements of a batch are written by hand (apps.work.queries), reading only the columns used.
 _RESULT = ModelColumns(
     Result,
     "r",
