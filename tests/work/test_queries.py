@@ -11,22 +11,29 @@ from django.utils import timezone
 from apps.applications.models import App
 from apps.core.db import ModelColumns, WriteBatch, db_datetime
 from apps.hosts.models import HostAppVersion
-from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
+from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, SequenceState, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.queries import (
+    column_set_null,
     file_delete_states_write,
     host_app_versions_lock_for_results,
     input_files_locked,
     input_files_ready_locked,
     input_files_used_elsewhere,
+    orphan_input_files_delete,
+    output_names_by_result,
+    result_outputs_for_archive,
+    results_delete,
     results_of_workunits_locked,
     results_unsent_withdraw,
     results_with_workunits,
+    rows_delete,
     rows_file_delete_ready,
     transition_times_lower,
     uploaded_output_names,
     workunit_and_results_early,
     workunit_file_refs,
+    workunit_inputs_for_archive,
     workunits_assimilate_ready_ids,
     workunits_assimilation_claims_release,
     workunits_assimilation_waiting,
@@ -35,6 +42,7 @@ from apps.work.queries import (
     workunits_claim_due,
     workunits_claim_validation,
     workunits_in_order,
+    workunits_purgeable,
     workunits_transition_apply,
     workunits_transition_claims_release,
     workunits_transition_time_set,
@@ -472,4 +480,91 @@ def test_file_delete_states_write_and_uploaded_names_equal_the_orm() -> None:
     OutputFileFactory(result=result, upload=False, name="other", ordinal=1)
     assert sorted(uploaded_output_names([result.id])) == sorted(
         OutputFile.objects.filter(result=result, upload=True).values_list("result_id", "name")
+    )
+
+
+def test_workunits_purgeable_equal_the_orm_filter() -> None:
+    app = AppFactory()
+    old = NOW - timedelta(days=30)
+    wus = [WorkunitFactory(app=app, file_delete_state=FileDeleteState.DONE) for _ in range(3)]
+    WorkunitFactory(app=app, file_delete_state=FileDeleteState.READY)
+    Workunit.objects.filter(id__in=[wu.id for wu in wus]).update(create_time=old)
+    ResultFactory(workunit=wus[1], received_time=NOW)  # received after the cutoff: kept
+    cutoff = NOW - timedelta(days=7)
+    found = workunits_purgeable(
+        app.project_id, cutoff, 10, ModelColumns(Workunit, "w"), only=None, skip=[wus[2].id]
+    )
+    recent = Result.objects.filter(workunit_id=OuterRef("id"), received_time__gt=cutoff)
+    expected = (
+        Workunit.objects.filter(
+            project_id=app.project_id, file_delete_state=FileDeleteState.DONE, create_time__lte=cutoff
+        )
+        .filter(Q(sequence__isnull=True) | Q(sequence__state__in=[SequenceState.ENDED, SequenceState.ERROR]))
+        .exclude(Exists(recent))
+        .exclude(id=wus[2].id)
+        .order_by("id")
+    )
+    assert [_fields(wu) for wu in found] == [_fields(wu) for wu in expected]
+
+
+def test_purge_deletes_equal_the_orm_deletes() -> None:
+    mine, theirs = WorkunitFactory(), WorkunitFactory()
+    for wu in (mine, theirs):
+        OutputFileFactory(result=ResultFactory(workunit=wu))
+    result_ids = results_delete([mine.id])
+    expected = list(Result.objects.filter(workunit=theirs).values_list("id", flat=True))
+    Result.objects.filter(workunit=theirs).delete()
+    assert len(result_ids) == len(expected) == 1
+    rows_delete(OutputFile, "result_id", result_ids)
+    assert not OutputFile.objects.filter(result_id__in=result_ids).exists()
+    rows_delete(Workunit, "id", [mine.id])
+    theirs.delete()
+    assert not Workunit.objects.filter(id__in=[mine.id, theirs.id]).exists()
+
+
+def test_orphan_input_files_delete_equals_the_orm_delete() -> None:
+    files, _wus = _file_users()
+    InputFile.objects.filter(id__in=[f.id for f in files]).update(file_delete_state=FileDeleteState.DONE)
+    expected = set(
+        InputFile.objects.filter(project_id=files[0].project_id, file_delete_state=FileDeleteState.DONE)
+        .exclude(Exists(WorkunitFileRef.objects.filter(file_id=OuterRef("id"))))
+        .values_list("id", flat=True)
+    )
+    assert set(orphan_input_files_delete(files[0].project_id)) == expected == {files[2].id}
+
+
+def test_column_set_null_equals_the_orm_update() -> None:
+    wu = WorkunitFactory()
+    canonical = ResultFactory(workunit=wu)
+    kept = WorkunitFactory(canonical_result=canonical)
+    Workunit.objects.filter(id=wu.id).update(canonical_result=canonical)
+    column_set_null(Workunit, "canonical_result_id", [canonical.id], [kept.id])
+    assert list(
+        Workunit.objects.filter(id__in=[wu.id, kept.id])
+        .order_by("id")
+        .values_list("canonical_result_id", flat=True)
+    ) == [
+        None,
+        canonical.id,
+    ]
+
+
+def test_archive_reads_equal_the_orm() -> None:
+    _files, (busy, _done) = _file_users()
+    result = ResultFactory(workunit=busy)
+    OutputFileFactory(result=result, upload=True)
+    assert workunit_inputs_for_archive([busy.id]) == list(
+        WorkunitFileRef.objects.filter(workunit=busy)
+        .order_by("workunit_id", "ordinal")
+        .values_list("workunit_id", "file__name", "file__md5_cksum", "file__nbytes", "open_name")
+    )
+    assert [(*row[:4], bool(row[4])) for row in result_outputs_for_archive([busy.id])] == list(
+        OutputFile.objects.filter(result__workunit=busy)
+        .order_by("result_id", "ordinal", "id")
+        .values_list("result_id", "name", "nbytes", "md5_cksum", "uploaded")
+    )
+    assert [(r, n, bool(o), on) for r, n, o, on in output_names_by_result([result.id])] == list(
+        OutputFile.objects.filter(result=result, upload=True)
+        .order_by("result_id", "ordinal")
+        .values_list("result_id", "name", "optional", "open_name")
     )
