@@ -14,6 +14,8 @@ from datetime import datetime
 from typing import Any, cast
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.models import Field, Model
+from django.utils import timezone
 
 from apps.applications.models import App
 from apps.core.db import (
@@ -25,6 +27,7 @@ from apps.core.db import (
     execute,
     execute_many,
     fetch_rows,
+    placeholders,
     quoted_table,
 )
 from apps.hosts.models import HostAppVersion
@@ -908,3 +911,91 @@ def output_names_by_result(result_ids: Sequence[int]) -> list[tuple[int, str, An
         f"WHERE {cond} AND f.upload = %s ORDER BY f.result_id, f.ordinal",
         [*params, True],
     )
+
+
+# Work creation.
+# SQLite allows 32,766 parameters a statement: rows of ~40 columns, a few hundred at a time.
+_SQLITE_INSERT_ROWS = 500
+
+
+def input_file_states_key_shared(file_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """(id, file_delete_state) of the input files, in id order, held FOR KEY SHARE on
+    PostgreSQL until the transaction ends.
+
+    Why SQL: the ORM's ``select_for_update(no_key=True)`` takes FOR NO KEY UPDATE, which
+    would make creators sharing a file wait for each other; FOR KEY SHARE only makes the
+    file deleter's FOR UPDATE wait.
+    """
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    table = quoted_table(InputFile)
+    ids = list(file_ids)
+    return fetch_rows(
+        f"SELECT id, file_delete_state FROM {table} WHERE id IN ({placeholders(ids)}) ORDER BY id{lock}", ids
+    )
+
+
+def rows_insert(
+    model: type[Model],
+    varying: tuple[str, ...],
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    returning: tuple[str, ...] = (),
+    batch: WriteBatch | None = None,
+) -> list[tuple[Any, ...]]:
+    """INSERT ``rows`` (values of the ``varying`` fields, ready for the database: ints, strs,
+    bools) into ``model``'s table; its other columns take their fields' defaults (creation
+    times the wall clock, as ``auto_now_add`` gives the ORM's rows). The ``returning``
+    columns of the rows inserted, in no particular order; with ``batch`` (nothing returned)
+    the statement waits there until ``batch.flush()``.
+
+    Why SQL: ``bulk_create`` builds every instance and, on PostgreSQL, a statement whose
+    shape changes with the number of rows; this sends one array per column through
+    ``unnest`` (one statement shape, prepared once) with RETURNING of just the columns
+    asked for, and elsewhere 500-row VALUES lists.
+    """
+    meta, quote = model._meta, connection.ops.quote_name
+    fields = [cast(Field, meta.get_field(name)) for name in varying]
+    constant = [f for f in meta.concrete_fields if not f.primary_key and f not in fields]
+    columns = ", ".join(quote(f.column) for f in [*fields, *constant])
+    defaults = [f.get_db_prep_save(_default(f), connection) for f in constant]
+    tail = (
+        f" RETURNING {', '.join(quote(cast(Field, meta.get_field(c)).column) for c in returning)}"
+        if returning
+        else ""
+    )
+    table = quote(meta.db_table)
+    if connection.vendor == "postgresql":
+        names = [f"c{i}" for i in range(len(fields))]
+        arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+        values = ", ".join([*(f"v.{n}" for n in names), *(f"%s::{f.db_type(connection)}" for f in constant)])
+        sql = (
+            f"INSERT INTO {table} ({columns}) SELECT {values} FROM unnest({arrays}) AS v({', '.join(names)})"
+            + tail
+        )
+        params = [*defaults, *(array_literal(col) for col in zip(*rows, strict=True))]
+        if returning:
+            return fetch_rows(sql, params)
+        if batch is not None:
+            batch.add(sql, params, table=meta.db_table)
+        else:
+            execute(sql, params)
+        return []
+    found: list[tuple[Any, ...]] = []
+    row_sql = f"({', '.join(['%s'] * (len(fields) + len(constant)))})"
+    for start in range(0, len(rows), _SQLITE_INSERT_ROWS):
+        chunk = rows[start : start + _SQLITE_INSERT_ROWS]
+        sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row_sql] * len(chunk))}{tail}"
+        params = [value for row in chunk for value in (*row, *defaults)]
+        if returning:
+            found += fetch_rows(sql, params)
+        elif batch is not None:
+            batch.add(sql, params, table=meta.db_table)
+        else:
+            execute(sql, params)
+    return found
+
+
+def _default(f: Field) -> Any:
+    if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+        return timezone.now()
+    return f.get_default()
