@@ -999,3 +999,25 @@ def _default(f: Field) -> Any:
     if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
         return timezone.now()
     return f.get_default()
+
+
+def apps_with_projects(
+    app_ids: Sequence[int], app_columns: ModelColumns, project_columns: ModelColumns
+) -> dict[int, App]:
+    """The apps by id, each with its project loaded (``app_columns`` of alias ``a``,
+    ``project_columns`` of alias ``p``).
+
+    Why SQL: once per validator batch; ``select_related`` built the same instances at a
+    higher Python cost than the join (see ``ModelColumns``).
+    """
+    cond, params = any_of("a.id", list(app_ids), "bigint")
+    apps: dict[int, App] = {}
+    sql = (
+        f"SELECT {app_columns.sql()}, {project_columns.sql()} FROM {quoted_table(App)} a "
+        f"JOIN {quoted_table(Project)} p ON p.id = a.project_id WHERE {cond}"
+    )
+    for row in fetch_rows(sql, params):
+        app = app_columns.build(row)
+        app.project = project_columns.build(row, app_columns.width)
+        apps[app.pk] = app
+    return apps

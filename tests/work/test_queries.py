@@ -11,12 +11,15 @@ from django.utils import timezone
 from apps.applications.models import App
 from apps.core.db import ModelColumns, WriteBatch, db_datetime
 from apps.hosts.models import HostAppVersion
+from apps.projects.models import Project
 from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, SequenceState, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.queries import (
+    apps_with_projects,
     column_set_null,
     file_delete_states_write,
     host_app_versions_lock_for_results,
+    input_file_states_key_shared,
     input_files_locked,
     input_files_ready_locked,
     input_files_used_elsewhere,
@@ -29,6 +32,7 @@ from apps.work.queries import (
     results_with_workunits,
     rows_delete,
     rows_file_delete_ready,
+    rows_insert,
     transition_times_lower,
     uploaded_output_names,
     workunit_and_results_early,
@@ -568,3 +572,47 @@ def test_archive_reads_equal_the_orm() -> None:
         .order_by("result_id", "ordinal")
         .values_list("result_id", "name", "optional", "open_name")
     )
+
+
+def test_apps_with_projects_equal_select_related() -> None:
+    apps = [AppFactory(), AppFactory()]
+    found = apps_with_projects([a.id for a in apps], ModelColumns(App, "a"), ModelColumns(Project, "p"))
+    expected = App.objects.select_related("project").filter(id__in=[a.id for a in apps])
+    assert {i: (_fields(a), _fields(a.project)) for i, a in found.items()} == {
+        a.id: (_fields(a), _fields(a.project)) for a in expected
+    }
+
+
+def test_input_file_states_equal_the_orm_values() -> None:
+    files, _wus = _file_users()
+    ids = [f.id for f in files]
+    assert input_file_states_key_shared(ids) == list(
+        InputFile.objects.filter(id__in=ids).order_by("id").values_list("id", "file_delete_state")
+    )
+
+
+def test_rows_insert_stores_what_bulk_create_stores() -> None:
+    project = ProjectFactory()
+    names = ["a.dat", "b.dat"]
+    returned = rows_insert(
+        InputFile,
+        ("project", "name", "md5_cksum", "nbytes"),
+        [(project.id, n, "0" * 32, 7) for n in names],
+        returning=("id",),
+    )
+    InputFile.objects.bulk_create(
+        [InputFile(project=project, name=f"orm-{n}", md5_cksum="0" * 32, nbytes=7) for n in names]
+    )
+    keep = (
+        "name",
+        "md5_cksum",
+        "nbytes",
+        "sticky",
+        "no_delete",
+        "gzip",
+        "file_delete_state",
+        "report_on_rpc",
+    )
+    rows = {r[0]: r[1:] for r in InputFile.objects.filter(project=project).values_list(*keep)}
+    assert len(returned) == 2
+    assert [rows[n] for n in names] == [rows[f"orm-{n}"] for n in names]

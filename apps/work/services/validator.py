@@ -56,10 +56,7 @@ from apps.applications.models import App
 from apps.core import clock
 from apps.core.db import (
     ModelColumns,
-    any_of,
     db_datetime,
-    fetch_rows,
-    quoted_table,
     update_rows,
 )
 from apps.credit.domain.quota import JobOutcome
@@ -77,6 +74,7 @@ from apps.work.domain.validation import (
 )
 from apps.work.models import Result, Workunit
 from apps.work.queries import (
+    apps_with_projects,
     results_of_workunits_locked,
     results_unsent_withdraw,
     workunit_and_results_early,
@@ -506,13 +504,7 @@ def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
     if len(wus) < len(set(wu_ids)):
         missing = sorted(set(wu_ids) - {wu.id for wu in wus})
         raise Workunit.DoesNotExist(f"workunits {missing} do not exist")
-    cond, params = any_of("a.id", sorted({wu.app_id for wu in wus}), "bigint")
-    apps: dict[int, App] = {}
-    sql = f"SELECT {_APP.sql()}, {_PROJECT.sql()} FROM {quoted_table(App)} a JOIN {quoted_table(Project)} p ON p.id = a.project_id WHERE {cond}"
-    for row in fetch_rows(sql, params):
-        app = _APP.build(row)
-        app.project = _PROJECT.build(row, _APP.width)
-        apps[app.pk] = app
+    apps = apps_with_projects(sorted({wu.app_id for wu in wus}), _APP, _PROJECT)
     for wu in wus:
         wu.app = apps[wu.app_id]
         # The app's project is the workunit's row.
