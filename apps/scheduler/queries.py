@@ -14,10 +14,12 @@ from typing import Any
 
 from django.db import connection
 
-from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, fetch_rows, placeholders
+from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, execute, fetch_rows, placeholders
 from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
-from apps.work.domain.states import ServerState
+from apps.work.domain.assignments import TargetType
+from apps.work.domain.states import Outcome, ServerState, ValidateState
+from apps.work.models import OutputFile, Workunit, WorkunitFileRef
 
 _IN_PROGRESS = int(ServerState.IN_PROGRESS)
 
@@ -114,4 +116,130 @@ def output_files_client_report(rows: Sequence[tuple[int, str, str, int]], batch:
         "UPDATE work_outputfile SET md5_cksum = %s, nbytes = MIN(nbytes, %s)"
         " WHERE result_id = %s AND name = %s AND NOT uploaded",
         [(md5, nbytes, rid, name) for rid, name, md5, nbytes in rows],
+    )
+
+
+def file_refs_with_inputs(
+    workunit_ids: Sequence[int], ref_columns: ModelColumns, input_columns: ModelColumns
+) -> list[WorkunitFileRef]:
+    """The workunits' input-file references (``ref_columns`` of alias ``fr``), each with its
+    input file (``input_columns`` of alias ``f``) loaded, by ordinal and id.
+
+    Why SQL: once per RPC that sends work; see the module docstring.
+    """
+    of_workunits, params = any_of("fr.workunit_id", list(workunit_ids), "bigint")
+    refs = []
+    for row in fetch_rows(
+        f"SELECT {ref_columns.sql()}, {input_columns.sql()} FROM work_workunitfileref fr"
+        f" JOIN work_inputfile f ON f.id = fr.file_id WHERE {of_workunits} ORDER BY fr.ordinal, fr.id",
+        params,
+    ):
+        ref = ref_columns.build(row)
+        ref.file = input_columns.build(row, ref_columns.width)
+        refs.append(ref)
+    return refs
+
+
+def output_files_of_results(result_ids: Sequence[int], columns: ModelColumns) -> list[OutputFile]:
+    """The results' output files (``columns`` of alias ``o``), by ordinal and id.
+
+    Why SQL: once per RPC that sends work; see the module docstring.
+    """
+    of_results, params = any_of("o.result_id", list(result_ids), "bigint")
+    return [
+        columns.build(row)
+        for row in fetch_rows(
+            f"SELECT {columns.sql()} FROM work_outputfile o WHERE {of_results} ORDER BY o.ordinal, o.id",
+            params,
+        )
+    ]
+
+
+# Assigned work. A targeted job counts its results still open or valid.
+_OPEN_STATES = ", ".join(
+    str(int(s)) for s in (ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS)
+)
+
+
+def assignments_for_host(
+    project_id: int, host_id: int, account_id: int, team_id: int | None, limit: int
+) -> list[tuple[int, int, bool, int | None]]:
+    """(assignment id, workunit id, broadcast, workunit id or None if purged) of up to
+    ``limit`` of the project's assignments to all hosts, this host, its user or its team,
+    in assignment order, whose workunit the host has no result of and that still needs one
+    (or is gone).
+
+    Why SQL: the ORM would spend longer building it, with its OR of targets and counting
+    subquery, than the database running it, on every RPC.
+    """
+    return fetch_rows(
+        "SELECT a.id, a.workunit_id, a.multi, w.id FROM work_assignment a"
+        " LEFT JOIN work_workunit w ON w.id = a.workunit_id"
+        f" WHERE a.project_id = %s AND (a.target_type = {int(TargetType.NONE)}"
+        f" OR (a.target_type = {int(TargetType.HOST)} AND a.target_id = %s)"
+        f" OR (a.target_type = {int(TargetType.USER)} AND a.target_id = %s)"
+        f" OR (a.target_type = {int(TargetType.TEAM)} AND a.target_id = %s))"
+        " AND (w.id IS NULL OR (w.error_mask = 0 AND w.canonical_result_id IS NULL AND NOT w.need_validate"
+        " AND NOT EXISTS (SELECT 1 FROM work_result r WHERE r.workunit_id = w.id AND r.host_id = %s)"
+        # A targeted job whose results are all out is left out here, or a few hundred of them
+        # would fill the LIMIT and hide jobs still open (targeted_instance_needed's count).
+        " AND (a.multi OR w.target_nresults > (SELECT COUNT(*) FROM work_result r WHERE r.workunit_id = w.id"
+        f" AND (r.server_state IN ({_OPEN_STATES}) OR (r.server_state = {int(ServerState.OVER)}"
+        f" AND r.outcome = {int(Outcome.SUCCESS)} AND r.validate_state <> {int(ValidateState.INVALID)}))))))"
+        f" ORDER BY a.id LIMIT {int(limit)}",
+        [project_id, host_id, account_id, team_id or 0, host_id],
+    )
+
+
+def assignments_delete(ids: Sequence[int]) -> None:
+    """Delete these assignments.
+
+    Why SQL: as the RPC's other statements; the ORM's delete collector reads them first.
+    """
+    ids = list(ids)
+    execute(f"DELETE FROM work_assignment WHERE id IN ({placeholders(ids)})", ids)
+
+
+def workunits_with_results_on_host(host_id: int, workunit_ids: Sequence[int]) -> set[int]:
+    """Those of the workunits the host has a result of.
+
+    Why SQL: as the RPC's other statements, one index lookup per RPC.
+    """
+    ids = list(workunit_ids)
+    return {
+        wu_id
+        for (wu_id,) in fetch_rows(
+            f"SELECT workunit_id FROM work_result WHERE host_id = %s AND workunit_id IN ({placeholders(ids)})",
+            [host_id, *ids],
+        )
+    }
+
+
+def workunits_by_id(ids: Sequence[int], columns: ModelColumns, *, lock: bool) -> dict[int, Workunit]:
+    """The workunits (``columns`` of alias ``w``) by id; with ``lock``, each locked, one that
+    another transaction holds skipped.
+
+    Why SQL: ``FOR UPDATE SKIP LOCKED`` with only the columns a send reads; see the module
+    docstring.
+    """
+    ids = list(ids)
+    tail = " FOR UPDATE SKIP LOCKED" if lock and connection.features.has_select_for_update_skip_locked else ""
+    rows = fetch_rows(
+        f"SELECT {columns.sql()} FROM work_workunit w WHERE w.id IN ({placeholders(ids)}) ORDER BY w.id{tail}",
+        ids,
+    )
+    return {wu.id: wu for wu in (columns.build(row) for row in rows)}
+
+
+def result_states_of_workunits(ids: Sequence[int]) -> list[tuple[int, str, int | None, int, int, int]]:
+    """(workunit id, name, host id, server state, outcome, validate state) of each result
+    of the workunits.
+
+    Why SQL: as the RPC's other statements; tuples, no models.
+    """
+    ids = list(ids)
+    return fetch_rows(
+        "SELECT workunit_id, name, host_id, server_state, outcome, validate_state FROM work_result"
+        f" WHERE workunit_id IN ({placeholders(ids)})",
+        ids,
     )
