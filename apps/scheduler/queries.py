@@ -10,6 +10,7 @@ tests/scheduler/test_queries.py runs them against plain ORM versions on the same
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -18,7 +19,7 @@ from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, execut
 from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
 from apps.work.domain.assignments import TargetType
-from apps.work.domain.states import Outcome, ServerState, ValidateState
+from apps.work.domain.states import FileDeleteState, Outcome, ServerState, ValidateState
 from apps.work.models import OutputFile, Workunit, WorkunitFileRef
 
 _IN_PROGRESS = int(ServerState.IN_PROGRESS)
@@ -242,4 +243,53 @@ def result_states_of_workunits(ids: Sequence[int]) -> list[tuple[int, str, int |
         "SELECT workunit_id, name, host_id, server_state, outcome, validate_state FROM work_result"
         f" WHERE workunit_id IN ({placeholders(ids)})",
         ids,
+    )
+
+
+# The upload handler: one statement per upload, as the uploads of a project arrive at twice
+# its job rate.
+_UPLOAD_TIME = OutputFile._meta.get_field("upload_time")
+
+
+def upload_target_row(project_id: int, name: str) -> tuple[Any, ...] | None:
+    """(id, upload, max_nbytes, uploaded, nbytes, md5, result name, server state, outcome,
+    file delete state, workunit error mask, in a sequence) of the project's output file
+    ``name``, or None.
+
+    Why SQL: one join for every upload, tuples rather than three model instances.
+    """
+    rows = fetch_rows(
+        "SELECT f.id, f.upload, f.max_nbytes, f.uploaded, f.nbytes, f.md5_cksum, r.name, r.server_state,"
+        " r.outcome, r.file_delete_state, w.error_mask, w.sequence_id IS NOT NULL"
+        " FROM work_outputfile f JOIN work_result r ON r.id = f.result_id"
+        " JOIN work_workunit w ON w.id = r.workunit_id"
+        " WHERE f.name = %s AND r.project_id = %s",
+        [name, project_id],
+    )
+    return rows[0] if rows else None
+
+
+def output_file_mark_uploaded(*, output_id: int, nbytes: int, md5_cksum: str, now: datetime) -> bool:
+    """Record the output file as uploaded with this size and md5 at ``now``, if its result's
+    files are still kept; whether it was (the caller's upload lock keeps every other
+    uploader of the file out meanwhile).
+
+    Why SQL: the check on the result and the write in one statement; the ORM's
+    ``.filter(Exists(...)).update()`` says the same at a compile per upload.
+    """
+    return (
+        execute(
+            "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s"
+            " AND EXISTS (SELECT 1 FROM work_result r WHERE r.id = work_outputfile.result_id"
+            " AND r.file_delete_state = %s)",
+            [
+                True,
+                nbytes,
+                md5_cksum,
+                _UPLOAD_TIME.get_db_prep_save(now, connection),
+                output_id,
+                FileDeleteState.INIT,
+            ],
+        )
+        == 1
     )

@@ -3,6 +3,7 @@ SQLite by default, PostgreSQL with DATABASE_URL, so each vendor branch runs in o
 
 import pytest
 from django.db.models import Q
+from django.utils import timezone
 
 from apps.core.db import ModelColumns, WriteBatch
 from apps.hosts.models import HostAppVersion
@@ -15,10 +16,12 @@ from apps.scheduler.queries import (
     host_app_versions_locked,
     host_jobs_in_progress,
     other_results_state,
+    output_file_mark_uploaded,
     output_files_client_report,
     output_files_of_results,
     project_by_slug,
     result_states_of_workunits,
+    upload_target_row,
     workunits_by_id,
     workunits_with_results_on_host,
 )
@@ -212,4 +215,30 @@ def test_workunit_reads_of_assigned_work_equal_the_orm() -> None:
         Result.objects.filter(workunit_id__in=ids).values_list(
             "workunit_id", "name", "host_id", "server_state", "outcome", "validate_state"
         )
+    )
+
+
+def test_upload_target_and_mark_uploaded_equal_the_orm() -> None:
+    f = OutputFileFactory()
+    row = upload_target_row(f.result.project_id, f.name)
+    o = OutputFile.objects.select_related("result__workunit").get(id=f.id)
+    assert row is not None
+    assert list(row[:6]) == [o.id, o.upload, o.max_nbytes, o.uploaded, o.nbytes, o.md5_cksum]
+    assert list(row[6:11]) == [
+        o.result.name,
+        o.result.server_state,
+        o.result.outcome,
+        o.result.file_delete_state,
+        o.result.workunit.error_mask,
+    ]
+    assert upload_target_row(f.result.project_id, "no-such-file") is None
+    now = timezone.now()
+    assert output_file_mark_uploaded(output_id=f.id, nbytes=9, md5_cksum="m", now=now)
+    assert OutputFile.objects.filter(id=f.id).values_list(
+        "uploaded", "nbytes", "md5_cksum", "upload_time"
+    ).get() == (
+        True,
+        9,
+        "m",
+        now,
     )
