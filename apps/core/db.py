@@ -369,6 +369,29 @@ def advisory_xact_lock(name: str) -> None:
         fetch_rows("SELECT pg_advisory_xact_lock(%s)", [advisory_key(name)])
 
 
+@contextmanager
+def session_advisory_lock(name: str) -> Iterator[bool]:
+    """Hold PostgreSQL's session advisory lock ``name`` for the block if no other session
+    does: yields whether it is held. Other databases have one writer at a time: always held.
+
+    PostgreSQL's lock functions have no ORM equivalent.
+    """
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    key = advisory_key(name)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        row = cursor.fetchone()
+        held = bool(row and row[0])
+    try:
+        yield held
+    finally:
+        if held:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
 def advisory_key(name: str) -> int:
     """The 64-bit key PostgreSQL's advisory lock functions take, for a lock's name."""
     return int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)

@@ -40,6 +40,8 @@ class RunForm(forms.Form):
     policy = forms.ChoiceField(
         choices=POLICY_CHOICES,
         initial=ALL,
+        # The choices' texts are long: the list must not widen a phone's page.
+        widget=forms.Select(attrs={"style": "max-width: 60vw"}),
         help_text="Each policy models one BOINC client; see the emulator documentation for how "
         "each was checked.",
     )

@@ -5,16 +5,16 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.core import clock
-from apps.core.db import advisory_key
+from apps.core.db import session_advisory_lock
 from apps.core.domain.signing import generate_key_pair
 from apps.core.stages import stage
 from apps.projects.models import DaemonRun, Project
@@ -143,27 +143,13 @@ def daemon_run_for_projects(
     return total
 
 
-@contextmanager
-def daemon_lock(name: str) -> Iterator[bool]:
+def daemon_lock(name: str) -> AbstractContextManager[bool]:
     """Hold the named lock for the block if no other process does: yields whether it is held.
 
-    On PostgreSQL a session advisory lock, so one feeder or purge pass runs at a time however
-    many workers (and machines) beat sends the task to. SQLite has one writer at a time
-    anyway: always held.
+    One feeder or purge pass runs at a time however many workers (and machines) beat sends
+    the task to (``session_advisory_lock``: SQLite has one writer at a time anyway).
     """
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    key = advisory_key(name)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        held = bool(cursor.fetchone()[0])
-    try:
-        yield held
-    finally:
-        if held:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+    return session_advisory_lock(name)
 
 
 def project_daemons_set_paused(*, project_ids: list[int], daemons: list[str], paused: bool) -> int:

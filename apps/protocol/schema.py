@@ -5,6 +5,16 @@ names the XML tag, the kind of value, its sane range and how it is written. XML 
 JSON parsing and rendering all read that one declaration, so the two faces validate the
 same way. Fields that need more than a tag/value mapping are ``s_custom`` and are filled
 by a hook registered for their class (``register_hooks``).
+
+The XML reader of each class is Python source written from its declarations and compiled
+with ``exec`` once per class (``_xml_builder``); the source comes from the declarations,
+never from input. Measured against a plain loop over the same declarations with the same
+per-field readers (CPython 3.11, best of 5, on a shared 2-core machine, so noisy): the golden
+requests in tests/protocol/data read in 250-390 us against 270-410 us (5-12 % less), and a
+request reporting 100 results in 3.7 ms against 4.4 ms (17 % less), the per-message loop
+over the declarations being what the written-out reader saves. The RPC reads one request
+per call, so the reader is kept; tests/protocol/test_generated_reader.py checks on
+hypothesis-generated elements that it reads exactly what the plain loop reads.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from django.db import connection
 from django.db.models import F
 from django.http import (
     FileResponse,
@@ -42,7 +41,6 @@ from django.utils.http import http_date
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.core import clock
-from apps.core.db import execute, fetch_rows
 from apps.core.domain.signing import file_md5_hex, verify_upload_certificate
 from apps.core.metrics import upload_count
 from apps.core.stages import stage
@@ -59,9 +57,9 @@ from apps.protocol import (
 )
 from apps.protocol.filenames import partial_upload_name
 from apps.scheduler.middleware import DATABASE_UNAVAILABLE
+from apps.scheduler.queries import output_file_mark_uploaded, upload_target_row
 from apps.scheduler.services.catalog import project_by_slug
 from apps.work.domain.states import FileDeleteState, result_open_to_its_host
-from apps.work.models import OutputFile
 
 logger = logging.getLogger(__name__)
 
@@ -371,23 +369,12 @@ class UploadTarget:
     in_sequence: bool
 
 
-# One statement per upload: the uploads of a project arrive at twice its job rate.
-_TARGET_SQL = (
-    "SELECT f.id, f.upload, f.max_nbytes, f.uploaded, f.nbytes, f.md5_cksum, r.name, r.server_state,"
-    " r.outcome, r.file_delete_state, w.error_mask, w.sequence_id IS NOT NULL"
-    " FROM work_outputfile f JOIN work_result r ON r.id = f.result_id"
-    " JOIN work_workunit w ON w.id = r.workunit_id"
-    " WHERE f.name = %s AND r.project_id = %s"
-)
-
-
 def _output_file(project: Project, name: str) -> UploadTarget | None:
     if name.startswith("."):
         return None
-    rows = fetch_rows(_TARGET_SQL, [name, project.pk])
-    if not rows:
+    row = upload_target_row(project.pk, name)
+    if row is None:
         return None
-    row = rows[0]
     return UploadTarget(
         id=row[0],
         upload=bool(row[1]),
@@ -596,28 +583,3 @@ def _write_at(
         chunk = b""
     handle.flush()
     return written
-
-
-def output_file_mark_uploaded(*, output_id: int, nbytes: int, md5_cksum: str, now: datetime) -> bool:
-    """The file is complete and intact in the upload area: record it (one statement; the
-    upload lock keeps every other uploader of the file out meanwhile). False when the row
-    is gone, or its result's files are no longer kept."""
-    return (
-        execute(
-            "UPDATE work_outputfile SET uploaded = %s, nbytes = %s, md5_cksum = %s, upload_time = %s WHERE id = %s"
-            " AND EXISTS (SELECT 1 FROM work_result r WHERE r.id = work_outputfile.result_id"
-            " AND r.file_delete_state = %s)",
-            [
-                True,
-                nbytes,
-                md5_cksum,
-                _UPLOAD_TIME.get_db_prep_save(now, connection),
-                output_id,
-                FileDeleteState.INIT,
-            ],
-        )
-        == 1
-    )
-
-
-_UPLOAD_TIME = OutputFile._meta.get_field("upload_time")

@@ -108,7 +108,11 @@ class JobFile(models.Model):
     """An input file a submitter uploaded (content-addressed: ``jf_<md5>``), kept until its
     delete time and while a batch that is not retired holds it."""
 
-    input_file = models.OneToOneField("work.InputFile", on_delete=models.CASCADE, related_name="job_file")
+    # Emptied when db_purge removes the input file (its file is gone by then); the batches
+    # daemon then deletes the row.
+    input_file = models.OneToOneField(
+        "work.InputFile", null=True, on_delete=models.SET_NULL, related_name="job_file"
+    )
     create_time = models.DateTimeField(default=clock.now)
     delete_time = models.DateTimeField(null=True, blank=True, help_text="Kept at least until then")
     batches = models.ManyToManyField(Batch, related_name="job_files", blank=True)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from apps.applications.models import AppVersion
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.models import TeamAppCredit, UserAppCredit
+from apps.credit.queries import HAV_VALIDATOR_FIELDS
 from apps.credit.services import (
     CreditJob,
     CreditWorkunit,
@@ -26,7 +27,6 @@ from apps.credit.services import (
     credit_grant_batch,
     host_app_versions_record_outcomes,
 )
-from apps.credit.services.rows import HAV_VALIDATOR_FIELDS
 from apps.hosts.models import Host, HostAppVersion
 from apps.volunteers.models import Account, CreditHistory, Team
 from tests.backend.conftest import app, make_host, project, team, version  # noqa: F401  (fixtures)

@@ -236,17 +236,21 @@ def test_a_browser_sees_the_admin_and_the_volunteer_pages_styled_and_the_api_doc
 def test_each_part_can_be_killed_or_restarted_and_the_server_recovers(stack):
     """The launcher's fault API (what a fault-injection test builds on), and /health/ after each."""
 
+    last: list[object] = []
+
     def healthy() -> bool:
         try:
             status, _, body = stack.get("/health/", {"Accept": "application/json"})
-        except OSError:  # a part is still starting
+        except OSError as exc:  # a part is still starting
+            last[:] = [exc]
             return False
+        last[:] = [status, body]
         return status == 200 and set(json.loads(body).values()) == {"OK"}
 
     def until(predicate, what: str) -> None:
         deadline = time.monotonic() + 90
         while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}; last answer: {last}"
             time.sleep(0.5)
 
     web, worker = stack.part("web"), stack.part("worker")

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from apps.core import clock
 from apps.work.services.daemons import daemons_round
 from tests.submit.client import SubmitClient, md5_name
 
@@ -40,3 +41,17 @@ def test_a_file_an_open_batch_holds_is_kept(client, project, alice, uploaded):
     daemons_round(slug=project.slug)
     daemons_round(slug=project.slug)
     assert (project.download_dir / name).exists()
+
+
+def test_a_job_file_whose_input_file_was_purged_is_forgotten(project, uploaded):
+    from apps.submit.models import JobFile
+    from apps.work.models import InputFile
+    from apps.work.services.purge import workunits_purge
+
+    name = uploaded()
+    daemons_round(slug=project.slug)
+    daemons_round(slug=project.slug)
+    workunits_purge(project=project, now=clock.now())  # the deleted file's row goes
+    assert not InputFile.objects.filter(name=name).exists()
+    daemons_round(slug=project.slug)
+    assert not JobFile.objects.exists()

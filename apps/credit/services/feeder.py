@@ -29,7 +29,7 @@ def credit_normalize_app(*, app_id: int) -> int:
     policy = credit_policy(app)
     medians = _host_medians(app, policy) if policy.version_median else {}
     with transaction.atomic():
-        # no_key: as the validator locks them (apps.credit.services.rows), so the foreign-key
+        # no_key: as the validator locks them (apps.credit.queries), so the foreign-key
         # checks of the results a scheduler RPC or the transitioner commits do not wait here.
         app = App.objects.select_for_update(no_key=True).get(id=app_id)
         versions = list(

@@ -30,10 +30,10 @@ from apps.credit.domain.peak import default_pfc
 from apps.credit.domain.policy import CreditPolicy
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.credit.domain.stats import AppVersionStats, HostAppVersionStats
+from apps.credit.queries import HAV_VALIDATOR_FIELDS, HavKey, hav_key, locked_havs, locked_rows
 from apps.credit.services.ledger import CREDIT_FIELDS, Ledger, add_credit
 from apps.credit.services.outcomes import HostOutcome
 from apps.credit.services.partial import partial_credit_of
-from apps.credit.services.rows import HAV_VALIDATOR_FIELDS, HavKey, hav_key, locked_havs, locked_rows
 from apps.hosts.models import Host, HostAppVersion
 
 logger = logging.getLogger(__name__)

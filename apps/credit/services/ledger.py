@@ -7,14 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from django.db import connection
 from django.db.models import Model
 
 from apps.applications.models import App, AppVersion
-from apps.core.db import ModelColumns, any_of, fetch_rows, update_rows
+from apps.core.db import ModelColumns, update_rows
 from apps.credit.domain.rac import update_rac
 from apps.credit.models import TeamAppCredit, UserAppCredit
-from apps.credit.services.rows import locked_rows
+from apps.credit.queries import app_credit_rows, history_rows, locked_rows
 from apps.hosts.models import Host
 from apps.volunteers.models import Account, CreditHistory, Team
 
@@ -92,24 +91,9 @@ def _app_credit_rows(
     """The accounts' and teams' per-app rows, by owner id, read in one statement (both tables
     have the same columns in the same order); a missing one is made here, unsaved (the
     owners are locked, so no other validator makes it meanwhile)."""
-    parts, params = [], []
-    for kind, (cols, owner, owners) in enumerate(
-        ((_USER_APP, "account_id", accounts), (_TEAM_APP, "team_id", teams))
-    ):
-        if owners:
-            table = connection.ops.quote_name(cols.model._meta.db_table)
-            owned, owner_params = any_of(f"c.{owner}", list(owners), "bigint")
-            parts.append(f"SELECT {kind}, {cols.sql()} FROM {table} c WHERE c.app_id = %s AND {owned}")
-            params += [app.pk, *owner_params]
-    user_app: dict[int, UserAppCredit] = {}
-    team_app: dict[int, TeamAppCredit] = {}
-    for row in fetch_rows(" UNION ALL ".join(parts), params) if parts else ():
-        if row[0] == 0:
-            u = _USER_APP.build(row, 1)
-            user_app[u.account_id] = u
-        else:
-            t = _TEAM_APP.build(row, 1)
-            team_app[t.team_id] = t
+    users, team_rows = app_credit_rows(app.pk, _USER_APP, _TEAM_APP, accounts, teams)
+    user_app: dict[int, UserAppCredit] = {u.account_id: u for u in users}
+    team_app: dict[int, TeamAppCredit] = {t.team_id: t for t in team_rows}
     # Made in the owners' (id) order, so the inserted rows get their ids in that order.
     user_app = {pk: user_app.get(pk) or UserAppCredit(app=app, account_id=pk) for pk in accounts}
     team_app = {pk: team_app.get(pk) or TeamAppCredit(app=app, team_id=pk) for pk in teams}
@@ -121,16 +105,8 @@ def _history(day: date, accounts: dict[int, Model], teams: dict[int, Model]) -> 
     read for both owners, one insert of the missing rows, one update of the others."""
     if not accounts and not teams:
         return
-    conds, params = [], [CreditHistory._meta.get_field("day").get_db_prep_value(day, connection)]
-    for column, owners in (("account_id", accounts), ("team_id", teams)):
-        if owners:
-            owned, owner_params = any_of(f"h.{column}", list(owners), "bigint")
-            conds.append(owned)
-            params += owner_params
-    table = connection.ops.quote_name(CreditHistory._meta.db_table)
-    sql = f"SELECT {_HISTORY.sql()} FROM {table} h WHERE h.day = %s AND ({' OR '.join(conds)})"
     existing: dict[str, dict[int, CreditHistory]] = {"account": {}, "team": {}}
-    for h in (_HISTORY.build(row) for row in fetch_rows(sql, params)):
+    for h in history_rows(day, _HISTORY, accounts, teams):
         if h.account_id in accounts:
             existing["account"][h.account_id] = h
         if h.team_id in teams:

@@ -18,7 +18,7 @@ from apps.credit.convert import (
     max_jobs_per_day_init,
 )
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
-from apps.credit.services.rows import HAV_VALIDATOR_FIELDS, hav_key, locked_havs
+from apps.credit.queries import HAV_VALIDATOR_FIELDS, hav_key, locked_havs
 from apps.hosts.models import HostAppVersion
 
 

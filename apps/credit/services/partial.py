@@ -17,8 +17,8 @@ from apps.credit.convert import credit_policy, hav_stats
 from apps.credit.domain.host_scale import host_scale_factor, host_scaling_allowed
 from apps.credit.domain.peak import peak_flop_count
 from apps.credit.models import PartialCredit
+from apps.credit.queries import locked_rows
 from apps.credit.services.ledger import CREDIT_FIELDS, Ledger, add_credit
-from apps.credit.services.rows import locked_rows
 from apps.hosts.models import Host, HostAppVersion
 
 _HOST = ModelColumns(Host, "t", ["id", "p_fpops", *CREDIT_FIELDS])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.core.db import any_of, fetch_rows
+from apps.scheduler.queries import other_results_state
 from apps.scheduler.services.context import RpcContext
 from apps.work.domain.states import LATE_OUTCOMES, Outcome, ServerState
 
@@ -23,17 +23,7 @@ def results_to_abort(ctx: RpcContext) -> None:
     host = ctx.host
     assert host is not None
     names = [o.name for o in others]
-    named, params = any_of("r.name", names, "text")
-    # name -> (host_id, server_state, outcome, workunit error_mask, canonical_result_id, sequence_id)
-    rows = {
-        row[0]: row[1:]
-        for row in fetch_rows(
-            "SELECT r.name, r.host_id, r.server_state, r.outcome, w.error_mask, w.canonical_result_id,"
-            " w.sequence_id FROM work_result r JOIN work_workunit w ON w.id = r.workunit_id"
-            f" WHERE r.project_id = %s AND {named}",
-            [ctx.project.id, *params],
-        )
-    }
+    rows = other_results_state(ctx.project.id, names)
     for name in names:
         row = rows.get(name)
         if row is None:

@@ -16,10 +16,11 @@ from datetime import datetime
 from django.db.models.signals import post_delete, post_save
 
 from apps.applications.models import App, AppFile, AppVersion, PlanClass
-from apps.core.db import ModelColumns, fetch_rows
+from apps.core.db import ModelColumns
 from apps.core.domain.resources import ProcType
 from apps.news.models import NewsItem, ProjectLinks
 from apps.projects.models import Project
+from apps.scheduler.queries import project_by_slug as project_row_by_slug
 from apps.sequences.models import WorkSequence
 from apps.work.models import Assignment
 from apps.work.services.assignments import assignments_created
@@ -123,8 +124,7 @@ _PROJECT = ModelColumns(Project, "p")
 
 def project_by_slug(slug: str) -> Project | None:
     """The project a scheduler URL names (hand-written SQL: this runs on every RPC)."""
-    rows = fetch_rows(f"SELECT {_PROJECT.sql()} FROM projects_project p WHERE p.slug = %s", [slug])
-    return _PROJECT.build(rows[0]) if rows else None
+    return project_row_by_slug(slug, _PROJECT)
 
 
 def catalog_clear(project_id: int | None = None) -> None:

@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.db import connection
 from django.db.models import QuerySet
 
-from apps.core.db import ModelColumns, fetch_rows, placeholders, update_rows
+from apps.core.db import ModelColumns, placeholders, update_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import credit_policy, hav_apply, hav_stats
 from apps.credit.domain.host_scale import probation_on_send
@@ -35,6 +35,7 @@ from apps.scheduler.domain.policy import (
     job_infeasible,
     jobs_to_fill,
 )
+from apps.scheduler.queries import host_jobs_in_progress
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.scheduler.services.homogeneous import Homogeneity
 from apps.scheduler.services.hosts import host_instances
@@ -42,8 +43,7 @@ from apps.scheduler.services.replication import Replication
 from apps.scheduler.services.versions import HostVersions, host_app_versions_save
 from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
-from apps.work.services.rows import results_with_workunits
-from apps.work.services.transitioner import transition_times_lower
+from apps.work.queries import results_with_workunits, transition_times_lower
 
 logger = logging.getLogger(__name__)
 
@@ -551,10 +551,6 @@ def in_progress_limits(ctx: RpcContext, versions: HostVersions) -> InProgressLim
             limits.resource_limits[proc] = ctx.project.max_wus_in_progress_gpu * count
     if not limits.app_limits and not limits.resource_limits:
         return limits  # nothing to cap: the host's jobs need not be counted
-    rows = fetch_rows(
-        f"SELECT app_id, proc_type FROM work_result WHERE host_id = %s AND server_state = {int(ServerState.IN_PROGRESS)}",
-        [host.id],
-    )
-    for app_id, proc_type in rows:
+    for app_id, proc_type in host_jobs_in_progress(host.id):
         limits.add(app_id, ProcType(proc_type) if proc_type else ProcType.CPU)
     return limits

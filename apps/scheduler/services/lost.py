@@ -28,7 +28,7 @@ from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.dispatch import Dispatcher
 from apps.work.domain.states import Outcome, ServerState
 from apps.work.models import Result
-from apps.work.services.rows import results_with_workunits
+from apps.work.queries import results_with_workunits
 
 logger = logging.getLogger(__name__)
 

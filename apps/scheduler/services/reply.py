@@ -7,7 +7,7 @@ import logging
 from typing import TypedDict
 
 from apps.applications.models import AppVersion
-from apps.core.db import ModelColumns, any_of, fetch_rows
+from apps.core.db import ModelColumns
 from apps.core.domain.signing import sign_upload_certificate
 from apps.news.services import reply_news
 from apps.protocol import (
@@ -23,6 +23,7 @@ from apps.protocol import (
     xml_safe_text,
 )
 from apps.protocol.request_types import CoprocUsage
+from apps.scheduler.queries import file_refs_with_inputs, output_files_of_results
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext, SentJob
 from apps.sequences.services.hosts import state_files_of_assignment
@@ -138,14 +139,7 @@ def _work_elements(ctx: RpcContext) -> _WorkElements:
     workunits, results = [], []
     wu_ids = {job.result.workunit_id for job in ctx.sent}
     refs_by_wu: dict[int, list[WorkunitFileRef]] = {}
-    of_workunits, params = any_of("fr.workunit_id", list(wu_ids), "bigint")
-    for row in fetch_rows(
-        f"SELECT {_REF.sql()}, {_INPUT.sql()} FROM work_workunitfileref fr"
-        f" JOIN work_inputfile f ON f.id = fr.file_id WHERE {of_workunits} ORDER BY fr.ordinal, fr.id",
-        params,
-    ):
-        ref = _REF.build(row)
-        ref.file = _INPUT.build(row, _REF.width)
+    for ref in file_refs_with_inputs(list(wu_ids), _REF, _INPUT):
         refs_by_wu.setdefault(ref.workunit_id, []).append(ref)
     # Seed 001: a sequence step reads the state its predecessor left on this host; such an
     # input is declared as the host's own output file, never as a download.
@@ -158,12 +152,7 @@ def _work_elements(ctx: RpcContext) -> _WorkElements:
         else {}
     )
     outputs_by_result: dict[int, list[OutputFile]] = {}
-    of_results, params = any_of("o.result_id", [j.result.id for j in ctx.sent], "bigint")
-    for row in fetch_rows(
-        f"SELECT {_OUTPUT.sql()} FROM work_outputfile o WHERE {of_results} ORDER BY o.ordinal, o.id",
-        params,
-    ):
-        output = _OUTPUT.build(row)
+    for output in output_files_of_results([j.result.id for j in ctx.sent], _OUTPUT):
         outputs_by_result.setdefault(output.result_id, []).append(output)
     for job in ctx.sent:
         result, wu = job.result, job.result.workunit

@@ -10,11 +10,12 @@ from __future__ import annotations
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, update_rows
+from apps.core.db import ModelColumns, WriteBatch, any_of, update_rows
 from apps.credit.convert import credit_policy, hav_apply, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import JobOutcome, host_app_version_on_outcome
 from apps.hosts.models import HostAppVersion
 from apps.protocol import ReportedResult
+from apps.scheduler.queries import output_files_client_report
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.work.domain.states import (
@@ -27,7 +28,7 @@ from apps.work.domain.states import (
     result_open_to_its_host,
 )
 from apps.work.models import Result, Workunit
-from apps.work.services.rows import results_with_workunits
+from apps.work.queries import results_with_workunits
 
 MAX_STDERR = 64 * 1024
 REPORT_FIELDS = (
@@ -172,20 +173,7 @@ def _output_files_update(
     if not files:
         return
     rows = [(rid, name, md5, nbytes) for (rid, name), (md5, nbytes) in files.items()]
-    if connection.vendor == "postgresql":
-        batch.add(
-            "UPDATE work_outputfile o SET md5_cksum = v.md5, nbytes = LEAST(o.nbytes, v.nbytes)"
-            " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) AS v(result_id, name, md5, nbytes)"
-            " WHERE o.result_id = v.result_id AND o.name = v.name AND NOT o.uploaded",
-            [array_literal(column) for column in zip(*rows, strict=True)],
-            table="work_outputfile",
-        )
-        return
-    batch.add_many(
-        "UPDATE work_outputfile SET md5_cksum = %s, nbytes = MIN(nbytes, %s)"
-        " WHERE result_id = %s AND name = %s AND NOT uploaded",
-        [(md5, nbytes, rid, name) for rid, name, md5, nbytes in rows],
-    )
+    output_files_client_report(rows, batch)
 
 
 def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from django.db import connection
-
 from apps.applications.domain.plan_classes import (
     BUILTIN_PLAN_CLASSES,
     GpuInfo,
@@ -14,7 +12,7 @@ from apps.applications.domain.plan_classes import (
     resource_usage,
 )
 from apps.applications.models import App, AppVersion
-from apps.core.db import ModelColumns, fetch_rows, update_rows
+from apps.core.db import ModelColumns, update_rows
 from apps.core.domain.resources import ProcType
 from apps.credit.convert import HAV_STAT_FIELDS, hav_stats, max_jobs_per_day_init
 from apps.credit.domain.quota import effective_daily_quota, roll_daily_count
@@ -23,6 +21,7 @@ from apps.credit.domain.stats import HostAppVersionStats
 from apps.hosts.models import HostAppVersion
 from apps.protocol import ClientAppVersion
 from apps.scheduler.domain.policy import VersionOption
+from apps.scheduler.queries import host_app_versions_locked
 from apps.scheduler.services.catalog import ProjectCatalog, project_catalog
 from apps.scheduler.services.context import RpcContext
 from apps.scheduler.services.hosts import host_instances
@@ -112,10 +111,7 @@ def host_app_versions_lock(ctx: RpcContext) -> None:
     this table only) keeps two RPCs of one host from interleaving those updates.
     """
     assert ctx.host is not None
-    sql = f"SELECT {_HAV.sql()} FROM hosts_hostappversion v WHERE v.host_id = %s ORDER BY v.id"
-    if connection.features.has_select_for_update:
-        sql += " FOR UPDATE"
-    havs = (_HAV.build(row) for row in fetch_rows(sql, [ctx.host.id]))
+    havs = host_app_versions_locked(ctx.host.id, _HAV)
     ctx.havs = {(h.app_id, h.app_version_id, h.anonymous_proc_type): h for h in havs}
 
 

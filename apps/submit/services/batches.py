@@ -160,7 +160,9 @@ def batch_files_delete(*, batch: Batch) -> bool:
 
 def job_files_release(*, project: Project, now: datetime) -> int:
     """Uploaded job files past their delete time and held by no batch still open go to the
-    file deleter, which removes each once no unfinished job uses it."""
+    file deleter, which removes each once no unfinished job uses it. Rows whose input file
+    db_purge has removed are deleted."""
+    JobFile.objects.filter(input_file__isnull=True).delete()
     live = JobFile.objects.filter(
         batches__state__in=[BatchState.INIT, BatchState.IN_PROGRESS, BatchState.COMPLETE]
     )

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import ForeignKey
 from django.utils.module_loading import import_string
 
@@ -72,18 +72,21 @@ from apps.applications.models import App
 from apps.core import clock
 from apps.core.db import (
     ModelColumns,
-    any_of,
-    array_literal,
     connection_lost,
     db_datetime,
-    execute_many,
-    fetch_rows,
-    quoted_table,
 )
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.work.domain.states import AssimilateState, ErrorMask
 from apps.work.models import Result, Workunit
+from apps.work.queries import (
+    workunits_assimilate_ready_ids,
+    workunits_assimilation_claims_release,
+    workunits_assimilation_waiting,
+    workunits_assimilation_write,
+    workunits_claim_assimilation,
+    workunits_with_app_and_canonical,
+)
 from apps.work.services.claims import (
     CLAIM_LEASE,
     LeaseClock,
@@ -105,7 +108,7 @@ ERROR_FRAMES = 5
 ERROR_MAX_CHARS = 4000
 READY = int(AssimilateState.READY)
 
-# The pass's statements are written by hand (apps.core.db): through the ORM, building them
+# The pass's statements are written by hand (apps.work.queries): through the ORM, building them
 # and the model instances cost more than running them.
 _WORKUNIT = ModelColumns(Workunit, "w")
 _APP = ModelColumns(App, "a")
@@ -317,14 +320,7 @@ def _claim(project: Project, now: datetime, limit: int) -> list[_Claim]:
         ids = _due(project, now, limit)
         if not ids:
             return []
-        where, params = any_of("id", ids, "bigint")
-        rows = fetch_rows(
-            f"UPDATE {quoted_table(Workunit)} SET assimilate_attempts = assimilate_attempts + 1, "
-            f"assimilate_retry_time = %s WHERE {where} AND assimilate_state = %s "
-            "RETURNING id, assimilate_attempts",
-            [db_datetime(lease_until(now)), *params, READY],
-        )
-    attempts = dict(rows)
+        attempts = workunits_claim_assimilation(ids, lease_until(now))
     return [_Claim(wu_id, attempts[wu_id]) for wu_id in ids if wu_id in attempts]
 
 
@@ -336,24 +332,13 @@ def _due(project: Project, now: datetime, limit: int) -> list[int]:
     Each read is one range of wu_assimilate_ready, already in order. The new ones are ordered
     by retry time too (all empty): PostgreSQL does not take ``IS NULL`` as fixing the column,
     so ``ORDER BY id`` alone would sort every READY row of the project."""
-    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    select = f"SELECT id FROM {quoted_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s AND "
-    order = f" ORDER BY assimilate_retry_time, id LIMIT %s{lock}"
-    retries = [
-        row[0]
-        for row in fetch_rows(
-            f"{select}assimilate_retry_time <= %s{order}", [project.id, READY, db_datetime(now), limit]
-        )
-    ]
+    retries = workunits_assimilate_ready_ids(project.id, due_by=now, limit=limit)
     # Retries take at most half a pass while new work waits: a hook that fails slowly
     # (a timeout) must not fill every pass and keep the others from being assimilated.
     share = max(limit // 2, 1)
     ids = retries[:share]
     if len(ids) < limit:
-        rows = fetch_rows(
-            f"{select}assimilate_retry_time IS NULL{order}", [project.id, READY, limit - len(ids)]
-        )
-        ids += [row[0] for row in rows]
+        ids += workunits_assimilate_ready_ids(project.id, due_by=None, limit=limit - len(ids))
     return ids + retries[share : share + limit - len(ids)]
 
 
@@ -368,23 +353,9 @@ class _Batch:
         self._hooks: dict[str, AssimilateHook] = {}
         if not claims:
             return
-        where, params = any_of("w.id", [c.id for c in claims], "bigint")
-        rows = fetch_rows(
-            f"SELECT {_WORKUNIT.sql()}, {_APP.sql()}, {_CANONICAL.sql()} FROM {quoted_table(Workunit)} w "
-            f"JOIN {quoted_table(App)} a ON a.id = w.app_id "
-            f"LEFT JOIN {quoted_table(Result)} c ON c.id = w.canonical_result_id WHERE {where}",
-            params,
-        )
-        conn = connections[DEFAULT_DB_ALIAS]
-        apps: dict[int, App] = {}
-        for row in rows:
-            wu = _WORKUNIT.build(row, 0, conn)
-            app = apps.get(wu.app_id)
-            if app is None:
-                app = apps[wu.app_id] = _APP.build(row, _WORKUNIT.width, conn)
-            canonical = None
-            if row[_WORKUNIT.width + _APP.width] is not None:
-                canonical = _CANONICAL.build(row, _WORKUNIT.width + _APP.width, conn)
+        for wu, app, canonical in workunits_with_app_and_canonical(
+            [c.id for c in claims], _WORKUNIT, _APP, _CANONICAL
+        ):
             for name, value in (("project", project), ("app", app), ("canonical_result", canonical)):
                 _RELATIONS[name].set_cached_value(wu, value)
             self.workunits[wu.id] = wu
@@ -532,43 +503,13 @@ def _record(
             tally.lose(claim.id)
 
 
-def _values(rows: Sequence[Sequence[Any]], types: Sequence[str]) -> tuple[str, list[Any]]:
-    """``rows`` as a table for ``WITH v (...) AS (here)``: on PostgreSQL one array per column
-    through unnest, so the statement has one shape whatever the number of rows and is
-    prepared once; elsewhere a VALUES list."""
-    if connection.vendor == "postgresql":
-        arrays = ", ".join(f"%s::{t}[]" for t in types)
-        return f"SELECT * FROM unnest({arrays})", [array_literal(col) for col in zip(*rows, strict=True)]
-    row = "(" + ", ".join(["%s"] * len(types)) + ")"
-    return "VALUES " + ", ".join([row] * len(rows)), [value for r in rows for value in r]
-
-
-def _write_claimed(
-    columns: Sequence[str],
-    types: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    sets: str,
-    params: Sequence[Any],
-) -> set[int]:
-    """``UPDATE … SET sets`` of the workunits in ``v (wu, claim, *columns)`` whose claim this
-    worker still holds (READY, with the attempt count its claim set); their ids. ``params``
-    are those of ``sets``."""
-    source, source_params = _values(rows, ("bigint", "integer", *types))
-    sql = (
-        f"WITH v ({', '.join(['wu', 'claim', *columns])}) AS ({source}) UPDATE {quoted_table(Workunit)} AS w SET {sets} "
-        "FROM v WHERE w.id = v.wu AND w.assimilate_attempts = v.claim AND w.assimilate_state = %s "
-        "RETURNING id"  # unqualified: SQLite's RETURNING sees only the table written
-    )
-    return {row[0] for row in fetch_rows(sql, [*source_params, *params, READY])}
-
-
 def _mark_done(done: Sequence[tuple[_Claim, str]], leased_at: datetime) -> set[int]:
     sets = (
         "assimilate_state = %s, assimilated_path = v.path, assimilate_retry_time = NULL, "
         "assimilate_error = %s, transition_time = %s"
     )
     rows = [(c.id, c.attempts, path) for c, path in done]
-    return _write_claimed(
+    return workunits_assimilation_write(
         ["path"], ["text"], rows, sets, [int(AssimilateState.DONE), "", db_datetime(leased_at)]
     )
 
@@ -580,7 +521,7 @@ def _mark_failed(failures: Sequence[tuple[_Claim, datetime, Exception]]) -> set[
         for c, when, exc in failures
     ]
     sets = "assimilate_retry_time = v.retry, assimilate_error = v.error"
-    return _write_claimed(["retry", "error"], ["timestamptz", "text"], rows, sets, [])
+    return workunits_assimilation_write(["retry", "error"], ["timestamptz", "text"], rows, sets, [])
 
 
 def _lease_renew(pending: list[_Claim], now: datetime) -> list[_Claim]:
@@ -588,18 +529,16 @@ def _lease_renew(pending: list[_Claim], now: datetime) -> list[_Claim]:
     those of them this worker still holds (one whose lease ran out may have gone to another
     worker)."""
     rows = [(c.id, c.attempts) for c in pending]
-    held = _write_claimed([], [], rows, "assimilate_retry_time = %s", [db_datetime(lease_until(now))])
+    held = workunits_assimilation_write(
+        [], [], rows, "assimilate_retry_time = %s", [db_datetime(lease_until(now))]
+    )
     return [c for c in pending if c.id in held]
 
 
 def _claims_release(claims: list[_Claim], now: datetime) -> None:
     """Claims an interrupted pass left: due again now, where the claim is still theirs (the
     attempt count it set, as every write of the module checks it)."""
-    execute_many(
-        f"UPDATE {quoted_table(Workunit)} SET assimilate_retry_time = %s "
-        "WHERE id = %s AND assimilate_attempts = %s AND assimilate_state = %s",
-        [(db_datetime(now), c.id, c.attempts, READY) for c in claims],
-    )
+    workunits_assimilation_claims_release([(c.id, c.attempts) for c in claims], now)
 
 
 def _error_text(exc: Exception) -> str:
@@ -610,9 +549,4 @@ def _error_text(exc: Exception) -> str:
 
 def _waiting_count(project: Project, now: datetime) -> int:
     """READY workunits backing off after a failed hook (or leased by a worker running it)."""
-    rows = fetch_rows(
-        f"SELECT count(*) FROM {quoted_table(Workunit)} WHERE project_id = %s AND assimilate_state = %s "
-        "AND assimilate_retry_time > %s",
-        [project.id, READY, db_datetime(now)],
-    )
-    return int(rows[0][0])
+    return workunits_assimilation_waiting(project.id, now)

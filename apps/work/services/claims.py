@@ -36,11 +36,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from django.db import connection
-
 from apps.core import clock
-from apps.core.db import array_literal, connection_lost, db_datetime, execute, execute_many, quoted_table
-from apps.work.models import Workunit
+from apps.core.db import connection_lost
+from apps.work.queries import workunits_transition_claims_release
 
 logger = logging.getLogger(__name__)
 
@@ -169,26 +167,8 @@ def transition_claims_release(claims: Sequence[TimeClaim], *, need_validate: boo
     """Give back the transition times of claims whose lease is still there, in one statement
     (``need_validate``: flag them for the validator again, as its claim had cleared it). A
     workunit whose time was left as it was (already due) is flagged too: nobody has had it."""
-    if not claims:
-        return
-    flag = "need_validate = true, " if need_validate else ""
-    sets = (
-        f"{flag}transition_time = CASE WHEN w.transition_time = v.lease THEN v.old ELSE w.transition_time END"
-    )
-    where = "w.id = v.id AND (w.transition_time = v.lease OR w.transition_time = v.old)"
-    rows = [(c.workunit_id, db_datetime(c.lease), db_datetime(c.old)) for c in claims]
-    table = quoted_table(Workunit)
-    if connection.vendor == "postgresql":
-        # Each claim's own lease and old time: the ORM would need a statement per claim.
-        execute(
-            f"UPDATE {table} w SET {sets} FROM unnest(%s::bigint[], %s::timestamptz[], %s::timestamptz[])"
-            f" AS v(id, lease, old) WHERE {where}",
-            [array_literal(column) for column in zip(*rows, strict=True)],
-        )
-        return
-    execute_many(
-        f"WITH v(id, lease, old) AS (VALUES (%s, %s, %s)) UPDATE {table} AS w SET {sets} FROM v WHERE {where}",
-        rows,
+    workunits_transition_claims_release(
+        [(c.workunit_id, c.lease, c.old) for c in claims], need_validate=need_validate
     )
 
 

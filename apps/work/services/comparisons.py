@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from apps.applications.models import App, science_object_load
-from apps.core.db import any_of, fetch_rows, quoted_table
 from apps.projects.models import Project
 from apps.work.domain.science import (
     InvalidResult,
@@ -33,7 +32,7 @@ from apps.work.domain.science import (
     ValidatorFailed,
 )
 from apps.work.domain.validation import bitwise_equal, tolerant_numeric_equal
-from apps.work.models import OutputFile
+from apps.work.queries import output_names_by_result
 from apps.work.services.scripts import TRANSIENT_EXIT_STATUS, command_words, expand, script_run
 
 logger = logging.getLogger(__name__)
@@ -263,12 +262,7 @@ def output_files_of(result_ids: Sequence[int]) -> dict[int, OutputNames]:
     files: dict[int, OutputNames] = {i: [] for i in result_ids}
     if not files:
         return files
-    cond, params = any_of("f.result_id", sorted(files), "bigint")
-    sql = (
-        f"SELECT f.result_id, f.name, f.optional, f.open_name FROM {quoted_table(OutputFile)} f "
-        f"WHERE {cond} AND f.upload = %s ORDER BY f.result_id, f.ordinal"
-    )
-    for result_id, name, optional, open_name in fetch_rows(sql, [*params, True]):
+    for result_id, name, optional, open_name in output_names_by_result(list(files)):
         files[result_id].append((name, bool(optional), open_name))
     return files
 

@@ -9,11 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Field, Model
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
 # The bounds live with the rules (App checks its defaults with them too); callers import them here.
 from apps.applications.domain.job_bounds import MAX_DELAY_BOUND as MAX_DELAY_BOUND
@@ -21,7 +19,7 @@ from apps.applications.domain.job_bounds import MAX_REPLICAS as MAX_REPLICAS
 from apps.applications.domain.job_bounds import job_bounds_problems
 from apps.applications.models import JOB_DEFAULT_FIELDS, App
 from apps.core import clock
-from apps.core.db import WriteBatch, analyze_tables, array_literal, execute, fetch_rows, placeholders
+from apps.core.db import WriteBatch, analyze_tables
 from apps.core.domain.signing import sign_upload_certificate
 from apps.projects.models import Project
 from apps.protocol import xml_safe_text
@@ -30,6 +28,7 @@ from apps.work.domain.assignments import Target
 from apps.work.domain.locality_names import file_name_of_workunit, validate_locality_file_name
 from apps.work.domain.states import FileDeleteState, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.queries import input_file_states_key_shared, rows_insert
 from apps.work.services.assignments import assignments_create, targets_missing, transitioner_flags_for
 
 
@@ -249,15 +248,9 @@ def _inputs_recheck(project: Project, inputs: list[tuple[InputSpec, InputFile]],
     Other creators sharing a file are not held up. The rows are locked in id order.
     """
     ids = sorted({f.id for _, f in inputs})
-    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
-    table = connection.ops.quote_name(InputFile._meta.db_table)
     deleted: set[int] = set()
     for start in range(0, len(ids), BULK_ROWS):
-        chunk = ids[start : start + BULK_ROWS]
-        rows = fetch_rows(
-            f"SELECT id, file_delete_state FROM {table} WHERE id IN ({placeholders(chunk)}) ORDER BY id{lock}",
-            chunk,
-        )
+        rows = input_file_states_key_shared(ids[start : start + BULK_ROWS])
         deleted |= {file_id for file_id, state in rows if state == FileDeleteState.DONE}
     for spec, f in inputs:
         if f.id not in deleted:
@@ -387,8 +380,6 @@ _OUTPUT_VARYING = (
     "sticky",
     "xml_signature",
 )
-# SQLite allows 32,766 parameters a statement: rows of ~40 columns, a few hundred at a time.
-_SQLITE_INSERT_ROWS = 500
 
 
 def results_create(
@@ -412,7 +403,7 @@ def results_create(
         upload_keys = _upload_keys({wu.project_id for wu, _name in new})
     state = int(server_state)
     rows = [(wu.project_id, wu.app_id, wu.id, name, wu.priority, state) for wu, name in new]
-    returned = _insert(Result, _RESULT_VARYING, rows, returning=("id", "project_id", "name"))
+    returned = rows_insert(Result, _RESULT_VARYING, rows, returning=("id", "project_id", "name"))
     ids_by_name = {(project_id, name): rid for rid, project_id, name in returned}
     ids = [ids_by_name[(wu.project_id, name)] for wu, name in new]
     files = [
@@ -421,73 +412,12 @@ def results_create(
         for i, spec in enumerate(wu.output_files)
     ]
     if files:
-        _insert(OutputFile, _OUTPUT_VARYING, files, batch=batch)
+        rows_insert(OutputFile, _OUTPUT_VARYING, files, batch=batch)
     return ids
 
 
 def _upload_keys(project_ids: set[int]) -> dict[int, str]:
     return dict(Project.objects.filter(id__in=project_ids).values_list("id", "upload_private_key"))
-
-
-def _insert(
-    model: type[Model],
-    varying: tuple[str, ...],
-    rows: Sequence[tuple[Any, ...]],
-    *,
-    returning: tuple[str, ...] = (),
-    batch: WriteBatch | None = None,
-) -> list[tuple[Any, ...]]:
-    """INSERT ``rows`` (values of the ``varying`` fields, ready for the database: ints, strs,
-    bools) into ``model``'s table; its other columns take their fields' defaults (creation
-    times the wall clock, as ``auto_now_add`` gives the ORM's rows). The ``returning``
-    columns of the rows inserted, in no particular order; with ``batch`` (nothing returned)
-    the statement waits there until ``batch.flush()``."""
-    meta, quote = model._meta, connection.ops.quote_name
-    fields = [cast(Field, meta.get_field(name)) for name in varying]
-    constant = [f for f in meta.concrete_fields if not f.primary_key and f not in fields]
-    columns = ", ".join(quote(f.column) for f in [*fields, *constant])
-    defaults = [f.get_db_prep_save(_default(f), connection) for f in constant]
-    tail = (
-        f" RETURNING {', '.join(quote(cast(Field, meta.get_field(c)).column) for c in returning)}"
-        if returning
-        else ""
-    )
-    table = quote(meta.db_table)
-    if connection.vendor == "postgresql":
-        names = [f"c{i}" for i in range(len(fields))]
-        arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
-        values = ", ".join([*(f"v.{n}" for n in names), *(f"%s::{f.db_type(connection)}" for f in constant)])
-        sql = (
-            f"INSERT INTO {table} ({columns}) SELECT {values} FROM unnest({arrays}) AS v({', '.join(names)})"
-            + tail
-        )
-        params = [*defaults, *(array_literal(col) for col in zip(*rows, strict=True))]
-        if returning:
-            return fetch_rows(sql, params)
-        if batch is not None:
-            batch.add(sql, params, table=meta.db_table)
-        else:
-            execute(sql, params)
-        return []
-    found: list[tuple[Any, ...]] = []
-    row_sql = f"({', '.join(['%s'] * (len(fields) + len(constant)))})"
-    for start in range(0, len(rows), _SQLITE_INSERT_ROWS):
-        chunk = rows[start : start + _SQLITE_INSERT_ROWS]
-        sql = f"INSERT INTO {table} ({columns}) VALUES {', '.join([row_sql] * len(chunk))}{tail}"
-        params = [value for row in chunk for value in (*row, *defaults)]
-        if returning:
-            found += fetch_rows(sql, params)
-        elif batch is not None:
-            batch.add(sql, params, table=meta.db_table)
-        else:
-            execute(sql, params)
-    return found
-
-
-def _default(f: Field) -> Any:
-    if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
-        return timezone.now()
-    return f.get_default()
 
 
 def workunit_create(

@@ -36,15 +36,24 @@ from typing import Any
 
 from django.apps import apps as django_apps
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.core import clock
-from apps.core.db import any_of, execute, fetch_rows, quoted_table
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.protocol.filenames import partial_upload_name
 from apps.work.domain.states import FileDeleteState
-from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.models import InputFile, Result, Workunit
+from apps.work.queries import (
+    file_delete_states_write,
+    input_files_locked,
+    input_files_ready_locked,
+    input_files_used_elsewhere,
+    names_in_working_set,
+    rows_file_delete_ready,
+    uploaded_output_names,
+    workunit_file_refs,
+)
 from apps.work.services.claims import FailedAlone, rows_batch_run
 
 logger = logging.getLogger(__name__)
@@ -71,21 +80,6 @@ def files_delete(*, project: Project, now: datetime | None = None, limit: int | 
     return DaemonPass(items=items, errors=states.count(ERROR) + failed)
 
 
-def _picked(only: Sequence[int] | None, skip: list[int]) -> tuple[str, list[Any]]:
-    """The condition on ``id`` of a batch's rows: just ``only``, or any but ``skip``."""
-    if only is not None:
-        where, params = any_of("id", list(only), "bigint")
-        return f" AND {where}", params
-    if skip:
-        where, params = any_of("id", skip, "bigint")
-        return f" AND NOT ({where})", params
-    return "", []
-
-
-def _skip_locked() -> str:
-    return " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-
-
 @dataclass(slots=True)
 class _File:
     id: int
@@ -106,16 +100,9 @@ class _InputFiles:
     ``batch``: the users of each file among the workunits step 1 is finishing, which the
     decisions follow one after the other; any other unfinished user keeps a file."""
 
-    def __init__(
-        self, project: Project, where: str, params: list[Any], tail: str, batch: dict[int, set[int]]
-    ) -> None:
+    def __init__(self, project: Project, rows: list[tuple[Any, ...]], batch: dict[int, set[int]]) -> None:
         self.download_dir = project.download_dir
         self.batch = batch
-        rows = fetch_rows(
-            f"SELECT id, name, sticky, no_delete, gzip, file_delete_state FROM {quoted_table(InputFile)} "
-            f"WHERE {where} ORDER BY id{tail}",
-            params,
-        )
         self.files = {
             row[0]: _File(row[0], row[1], bool(row[2]), bool(row[3]), bool(row[4]), row[5]) for row in rows
         }
@@ -129,31 +116,13 @@ class _InputFiles:
         if sticky:
             # By name through the app registry: locality sits above work in the layers.
             locality = django_apps.get_model("locality", "LocalityFile")
-            where, params = any_of("name", sticky, "text")
-            rows = fetch_rows(
-                f"SELECT name FROM {quoted_table(locality)} WHERE project_id = %s AND in_working_set = %s AND {where}",
-                [project.id, True, *params],
-            )
-            self.working_set = {row[0] for row in rows}
+            self.working_set = names_in_working_set(locality, project.id, sticky)
 
     def _used_elsewhere(self, file_ids: list[int]) -> set[int]:
         """Those of the files a workunit outside the batch, not finished with its files, uses.
         EXISTS stops at the first: a locality file may have thousands of users."""
-        where, params = any_of("f.id", file_ids, "bigint")
-        outside = ""
-        outside_params: list[Any] = []
-        if self.batch:
-            outside, outside_params = any_of(
-                "r.workunit_id", sorted(set().union(*self.batch.values())), "bigint"
-            )
-            outside = f" AND NOT ({outside})"
-        rows = fetch_rows(
-            f"SELECT f.id FROM {quoted_table(InputFile)} f WHERE {where} AND EXISTS (SELECT 1 FROM "
-            f"{quoted_table(WorkunitFileRef)} r JOIN {quoted_table(Workunit)} w ON w.id = r.workunit_id "
-            f"WHERE r.file_id = f.id AND w.file_delete_state NOT IN (%s, %s){outside})",
-            [*params, DONE, ERROR, *outside_params],
-        )
-        return {row[0] for row in rows}
+        outside = sorted(set().union(*self.batch.values())) if self.batch else []
+        return input_files_used_elsewhere(file_ids, outside)
 
     def settle(self, f: _File, *, exclude: int | None, finished: set[int]) -> bool:
         """Delete ``f`` if nothing needs it, keep it otherwise; False if deleting failed.
@@ -180,17 +149,7 @@ class _InputFiles:
         f.state = self.changed[f.id] = state
 
     def write(self) -> None:
-        _states_write(InputFile, self.changed)
-
-
-def _states_write(model: type[Any], states: dict[int, int]) -> None:
-    """Each row's new file_delete_state: one UPDATE per state set (nearly always DONE alone)."""
-    by_state: dict[int, list[int]] = {}
-    for row_id, state in states.items():
-        by_state.setdefault(state, []).append(row_id)
-    for state, ids in by_state.items():
-        where, params = any_of("id", ids, "bigint")
-        execute(f"UPDATE {quoted_table(model)} SET file_delete_state = %s WHERE {where}", [state, *params])
+        file_delete_states_write(InputFile, self.changed)
 
 
 def _unlink(path: Path) -> bool:
@@ -206,21 +165,13 @@ def _workunits_files_delete(
     project: Project, limit: int, only: Sequence[int] | None, skip: list[int], taken: list[int]
 ) -> list[int]:
     """Step 1; the states the workunits got (``only``, ``skip``, ``taken``: rows_batch_run)."""
-    picked, picked_params = _picked(only, skip)
     with transaction.atomic():
-        rows = fetch_rows(
-            f"SELECT id, name FROM {quoted_table(Workunit)} WHERE project_id = %s AND file_delete_state = %s"
-            f"{picked} ORDER BY id LIMIT %s{_skip_locked()}",
-            [project.id, READY, *picked_params, limit],
-        )
+        rows = rows_file_delete_ready(Workunit, project.id, "id, name", only=only, skip=skip, limit=limit)
         taken += [wu_id for wu_id, _name in rows]
         if not rows:
             return []
-        where, params = any_of("workunit_id", [wu_id for wu_id, _name in rows], "bigint")
         users: dict[int, set[int]] = {}  # file -> the batch's workunits using it
-        for wu_id, file_id in fetch_rows(
-            f"SELECT workunit_id, file_id FROM {quoted_table(WorkunitFileRef)} WHERE {where}", params
-        ):
+        for wu_id, file_id in workunit_file_refs([wu_id for wu_id, _name in rows]):
             users.setdefault(file_id, set()).add(wu_id)
         # A workunit named *nodelete* keeps its files (but uses them until it is through).
         deleting = {wu_id for wu_id, name in rows if "nodelete" not in name}
@@ -230,9 +181,7 @@ def _workunits_files_delete(
                 uses.setdefault(wu_id, []).append(file_id)
         states = dict.fromkeys((wu_id for wu_id, _name in rows), DONE)
         if uses:
-            where, params = any_of("id", sorted(set().union(*uses.values())), "bigint")
-            lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-            files = _InputFiles(project, where, params, lock, users)
+            files = _InputFiles(project, input_files_locked(sorted(set().union(*uses.values()))), users)
             finished: set[int] = set()
             for wu_id, _name in rows:
                 ok = [
@@ -242,7 +191,7 @@ def _workunits_files_delete(
                 states[wu_id] = DONE if all(ok) else ERROR
                 finished.add(wu_id)
             files.write()
-        _states_write(Workunit, states)
+        file_delete_states_write(Workunit, states)
     return list(states.values())
 
 
@@ -250,25 +199,16 @@ def _results_files_delete(
     project: Project, limit: int, only: Sequence[int] | None, skip: list[int], taken: list[int]
 ) -> list[int]:
     """Step 2; the states the results got (``only``, ``skip``, ``taken``: rows_batch_run)."""
-    picked, picked_params = _picked(only, skip)
     with transaction.atomic():
         ids = [
             row[0]
-            for row in fetch_rows(
-                f"SELECT id FROM {quoted_table(Result)} WHERE project_id = %s AND file_delete_state = %s"
-                f"{picked} ORDER BY id LIMIT %s{_skip_locked()}",
-                [project.id, READY, *picked_params, limit],
-            )
+            for row in rows_file_delete_ready(Result, project.id, "id", only=only, skip=skip, limit=limit)
         ]
         taken += ids
         if not ids:
             return []
-        where, params = any_of("result_id", ids, "bigint")
         names: dict[int, list[str]] = {}
-        for result_id, name in fetch_rows(
-            f"SELECT result_id, name FROM {quoted_table(OutputFile)} WHERE {where} AND upload = %s",
-            [*params, True],
-        ):
+        for result_id, name in uploaded_output_names(ids):
             names.setdefault(result_id, []).append(name)
         upload_dir = project.upload_dir
         states = {}
@@ -277,20 +217,14 @@ def _results_files_delete(
                 upload_dir / n for name in names.get(result_id, ()) for n in (name, partial_upload_name(name))
             ]
             states[result_id] = DONE if all([_unlink(path) for path in paths]) else ERROR
-        _states_write(Result, states)
+        file_delete_states_write(Result, states)
     return list(states.values())
 
 
 def _deferred_input_files_delete(project: Project, limit: int) -> int:
     """Step 3; how many files left READY (deleted, or needed again)."""
     with transaction.atomic():
-        files = _InputFiles(
-            project,
-            "project_id = %s AND file_delete_state = %s",
-            [project.id, READY, limit],
-            f" LIMIT %s{_skip_locked()}",
-            {},
-        )
+        files = _InputFiles(project, input_files_ready_locked(project.id, limit), {})
         for f in files.files.values():
             files.settle(f, exclude=None, finished=set())
         files.write()

@@ -9,11 +9,10 @@ from typing import Any
 from django.db import connection
 
 from apps.applications.models import App
-from apps.core.db import any_of, fetch_rows
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import HostOutcome, host_app_versions_record_outcomes
-from apps.hosts.models import HostAppVersion
 from apps.work.models import Result
+from apps.work.queries import host_app_versions_lock_for_results
 
 
 def results_record_outcome(
@@ -47,22 +46,6 @@ def host_outcomes(results: Iterable[Result], *, outcome: JobOutcome, delay_bound
     ]
 
 
-def _judged_host_app_versions_sql(where: str, workunits: str) -> str:
-    """A SELECT locking, in id order, the host_app_versions of the results that match
-    ``workunits`` and ``where`` (SQL on alias ``r``), parameters in that order."""
-    quote = connection.ops.quote_name
-    # The results first, then their hosts' rows through the host_id index: joined directly,
-    # the planner can hash the whole host_app_version table for a handful of hosts.
-    return (
-        "WITH r AS MATERIALIZED (SELECT r.host_id, r.app_id, r.app_version_id, r.anonymous_proc_type "
-        f"FROM {quote(Result._meta.db_table)} r WHERE {workunits} AND ({where})) "
-        f"SELECT h.id FROM {quote(HostAppVersion._meta.db_table)} h JOIN r ON r.host_id = h.host_id AND ("
-        "h.app_version_id = r.app_version_id OR (r.app_version_id IS NULL AND h.app_version_id IS NULL"
-        " AND h.app_id = r.app_id AND h.anonymous_proc_type = r.anonymous_proc_type)) "
-        "WHERE h.host_id = ANY(ARRAY(SELECT r.host_id FROM r)) ORDER BY h.id FOR UPDATE OF h"
-    )
-
-
 def host_app_versions_lock_for_workunits(
     workunit_ids: Sequence[int], where: str, params: Sequence[Any]
 ) -> None:
@@ -77,5 +60,4 @@ def host_app_versions_lock_for_workunits(
     BEGIN.
     """
     if workunit_ids and connection.features.has_select_for_update:
-        workunits, workunit_params = any_of("r.workunit_id", list(workunit_ids), "bigint")
-        fetch_rows(_judged_host_app_versions_sql(where, workunits), [*workunit_params, *params])
+        host_app_versions_lock_for_results(workunit_ids, where, params)

@@ -44,15 +44,25 @@ from pathlib import Path
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db import models, transaction
 from django.db.models import ForeignObjectRel
 
 from apps.core import clock
-from apps.core.db import ModelColumns, any_of, db_datetime, execute, fetch_rows, quoted_table
+from apps.core.db import ModelColumns
 from apps.projects.models import DaemonRun, Project
 from apps.projects.services import DaemonPass, daemon_lock
 from apps.work.domain.states import FileDeleteState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
+from apps.work.queries import (
+    column_set_null,
+    orphan_input_files_delete,
+    result_outputs_for_archive,
+    results_delete,
+    results_of_workunits_locked,
+    rows_delete,
+    workunit_inputs_for_archive,
+    workunits_purgeable,
+)
 from apps.work.services.claims import FailedAlone, rows_batch_run
 from apps.work.services.extensions import purge_holds
 
@@ -60,7 +70,7 @@ ARCHIVE_FORMAT = 1
 DAEMON_RUN_KEEP = timedelta(days=30)
 DONE = int(FileDeleteState.DONE)
 
-# Hand-written statements (apps.core.db): through the ORM, the prefetches, the model
+# Hand-written statements (apps.work.queries): through the ORM, the prefetches, the model
 # instances and the delete collector cost several times the SQL.
 _WORKUNIT = ModelColumns(Workunit, "w")
 _RESULT = ModelColumns(Result, "r")
@@ -122,33 +132,10 @@ def _purgeable_lock(
 ) -> list[Workunit]:
     """Step 1: the workunits to purge, every column, in id order (just ``only``, or any but
     ``skip``)."""
-    picked = ""
-    picked_params: list[Any] = []
-    if only is not None or skip:
-        picked, picked_params = any_of("w.id", list(only if only is not None else skip), "bigint")
-        picked = f" AND {picked}" if only is not None else f" AND NOT ({picked})"
     # Kept: workunits an app above work holds (a step of a sequence that has not ended).
-    holds = purge_holds()
-    held = "".join(f"AND NOT ({sql}) " for sql, _ in holds)
-    lock = " FOR UPDATE OF w SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()} FROM {quoted_table(Workunit)} w "
-        "WHERE w.project_id = %s AND w.file_delete_state = %s AND w.create_time <= %s "
-        f"{held}"
-        f"AND NOT EXISTS (SELECT 1 FROM {quoted_table(Result)} r WHERE r.workunit_id = w.id AND r.received_time > %s)"
-        f"{picked} ORDER BY w.id LIMIT %s{lock}",
-        [
-            project.id,
-            DONE,
-            db_datetime(cutoff),
-            *(param for _, params in holds for param in params),
-            db_datetime(cutoff),
-            *picked_params,
-            limit,
-        ],
+    return workunits_purgeable(
+        project.id, cutoff, limit, _WORKUNIT, only=only, skip=skip, holds=purge_holds()
     )
-    conn = connections[DEFAULT_DB_ALIAS]
-    return [_WORKUNIT.build(row, 0, conn) for row in rows]
 
 
 def archive_path(project: Project, day: date) -> Path:
@@ -190,31 +177,19 @@ def row_record(row: models.Model, columns: ModelColumns) -> dict[str, Any]:
 
 def _records(wus: list[Workunit], now: datetime) -> list[dict[str, Any]]:
     """Step 2: the archive's records of ``wus`` (format in the module doc)."""
-    where, params = any_of("r.workunit_id", [wu.id for wu in wus], "bigint")
+    ids = [wu.id for wu in wus]
     inputs: dict[int, list[dict[str, Any]]] = {}
-    for wu_id, name, md5, nbytes, open_name in fetch_rows(
-        f"SELECT r.workunit_id, f.name, f.md5_cksum, f.nbytes, r.open_name FROM {quoted_table(WorkunitFileRef)} r "
-        f"JOIN {quoted_table(InputFile)} f ON f.id = r.file_id WHERE {where} ORDER BY r.workunit_id, r.ordinal",
-        params,
-    ):
+    for wu_id, name, md5, nbytes, open_name in workunit_inputs_for_archive(ids):
         inputs.setdefault(wu_id, []).append(
             {"name": name, "md5_cksum": md5, "nbytes": nbytes, "open_name": open_name}
         )
     outputs: dict[int, list[dict[str, Any]]] = {}
-    for result_id, name, nbytes, md5, uploaded in fetch_rows(
-        f"SELECT f.result_id, f.name, f.nbytes, f.md5_cksum, f.uploaded FROM {quoted_table(OutputFile)} f "
-        f"JOIN {quoted_table(Result)} r ON r.id = f.result_id WHERE {where} ORDER BY f.result_id, f.ordinal, f.id",
-        params,
-    ):
+    for result_id, name, nbytes, md5, uploaded in result_outputs_for_archive(ids):
         outputs.setdefault(result_id, []).append(
             {"name": name, "nbytes": nbytes, "md5_cksum": md5, "uploaded": bool(uploaded)}
         )
-    conn = connections[DEFAULT_DB_ALIAS]
     results: dict[int, list[dict[str, Any]]] = {}
-    for row in fetch_rows(
-        f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {where} ORDER BY r.id", params
-    ):
-        result = _RESULT.build(row, 0, conn)
+    for result in results_of_workunits_locked(ids, _RESULT, lock=False):
         record = row_record(result, _RESULT)
         record["output_files"] = outputs.get(result.id, [])
         results.setdefault(result.workunit_id, []).append(record)
@@ -257,28 +232,19 @@ def _links_to(model: type[models.Model]) -> tuple[tuple[type[models.Model], str]
 def _links_clear(model: type[models.Model], ids: list[int], purged: list[int]) -> None:
     """SET_NULL, as the ORM's delete would, on rows that are not being purged themselves."""
     for related, column in _links_to(model):
-        where, params = any_of(column, ids, "bigint")
-        if related is Workunit:
-            kept, kept_params = any_of("id", purged, "bigint")
-            where, params = f"{where} AND NOT ({kept})", [*params, *kept_params]
-        execute(f"UPDATE {quoted_table(related)} SET {column} = NULL WHERE {where}", params)
+        column_set_null(related, column, ids, purged if related is Workunit else [])
 
 
 def _workunits_delete(wu_ids: list[int]) -> None:
     """Step 4. The foreign keys are deferred to the commit (Django creates them so), so the
     workunits and results, which point at each other, go in any order."""
-    where, params = any_of("workunit_id", wu_ids, "bigint")
-    result_ids = [
-        row[0] for row in fetch_rows(f"DELETE FROM {quoted_table(Result)} WHERE {where} RETURNING id", params)
-    ]
+    result_ids = results_delete(wu_ids)
     if result_ids:
-        by_result, result_params = any_of("result_id", result_ids, "bigint")
-        execute(f"DELETE FROM {quoted_table(OutputFile)} WHERE {by_result}", result_params)
+        rows_delete(OutputFile, "result_id", result_ids)
         _links_clear(Result, result_ids, wu_ids)
-    execute(f"DELETE FROM {quoted_table(WorkunitFileRef)} WHERE {where}", params)
+    rows_delete(WorkunitFileRef, "workunit_id", wu_ids)
     _links_clear(Workunit, wu_ids, wu_ids)
-    by_id, id_params = any_of("id", wu_ids, "bigint")
-    execute(f"DELETE FROM {quoted_table(Workunit)} WHERE {by_id}", id_params)
+    rows_delete(Workunit, "id", wu_ids)
 
 
 def _orphan_input_files_delete(project: Project) -> int:
@@ -286,14 +252,7 @@ def _orphan_input_files_delete(project: Project) -> int:
     creator reusing one sets it back to INIT first, under its lock, so the state is checked
     in the DELETE itself."""
     with transaction.atomic():
-        ids = [
-            row[0]
-            for row in fetch_rows(
-                f"DELETE FROM {quoted_table(InputFile)} WHERE project_id = %s AND file_delete_state = %s AND NOT EXISTS "
-                f"(SELECT 1 FROM {quoted_table(WorkunitFileRef)} r WHERE r.file_id = {quoted_table(InputFile)}.id) RETURNING id",
-                [project.id, DONE],
-            )
-        ]
+        ids = orphan_input_files_delete(project.id)
         if ids:
             _links_clear(InputFile, ids, [])
     return len(ids)

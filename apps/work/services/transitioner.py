@@ -39,17 +39,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.core import clock
 from apps.core.db import (
     ModelColumns,
     WriteBatch,
-    any_of,
-    array_literal,
     db_datetime,
-    fetch_rows,
-    quoted_table,
     update_rows,
 )
 from apps.credit.domain.quota import JobOutcome
@@ -74,6 +70,12 @@ from apps.work.domain.transitions import (
     plan_transition,
 )
 from apps.work.models import Result, Workunit
+from apps.work.queries import (
+    results_of_workunits_locked,
+    workunits_claim_due,
+    workunits_transition_apply,
+    workunits_with_transition_settings,
+)
 from apps.work.services.batch_tails import batch_tails_accelerate
 from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
 from apps.work.services.claims import (
@@ -98,7 +100,7 @@ BACKLOG_MAX_SECONDS = 86400
 _PLANNING_SENTINEL = -1  # a transition_time no plan can keep, so every plan states the next one
 
 # What the plans read and change: the statements run for every batch are written by hand
-# (apps.core.db), the ORM costing more than the SQL.
+# (apps.work.queries), the ORM costing more than the SQL.
 _RESULT = ModelColumns(
     Result,
     "r",
@@ -213,26 +215,7 @@ def _claim_due(project_id: int, now: datetime, size: int, lease: datetime | None
     """Claim up to ``size`` of the project's due workunits, oldest first (step 1); ``lease``:
     the transition time the claim writes (default: a lease from ``now``)."""
     lease = lease or lease_until(now)
-    if connection.vendor == "postgresql":
-        table = quoted_table(Workunit)
-        rows = fetch_rows(
-            f"WITH due AS (SELECT id, transition_time FROM {table} WHERE project_id = %s"
-            " AND transition_time <= %s ORDER BY transition_time, id LIMIT %s FOR UPDATE SKIP LOCKED)"
-            f" UPDATE {table} w SET transition_time = %s FROM due WHERE w.id = due.id"
-            " RETURNING w.id, due.transition_time",
-            [project_id, now, size, lease],
-        )
-        rows.sort(key=lambda row: (row[1], row[0]))
-    else:
-        # SQLite's transactions hold the write lock from BEGIN: nobody claims in between.
-        with transaction.atomic():
-            rows = list(
-                Workunit.objects.filter(project_id=project_id, transition_time__lte=now)
-                .order_by("transition_time", "id")
-                .values_list("id", "transition_time")[:size]
-            )
-            if rows:
-                Workunit.objects.filter(id__in=[wu_id for wu_id, _ in rows]).update(transition_time=lease)
+    rows = workunits_claim_due(project_id, now, size, lease)
     return [Claim(wu_id, lease, now - old_time) for wu_id, old_time in rows]
 
 
@@ -289,14 +272,8 @@ def workunits_transition_batch(claims: Sequence[Claim], now: datetime) -> list[T
 def _locked_results(workunit_ids: list[int]) -> dict[int, list[Result]]:
     """The workunits' results by workunit, locked FOR UPDATE in id order (SQLite has no row
     locks: its IMMEDIATE transactions hold the database's write lock)."""
-    where, params = any_of("r.workunit_id", workunit_ids, "bigint")
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    rows = fetch_rows(
-        f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {where} ORDER BY r.id{lock}", params
-    )
     by_workunit: dict[int, list[Result]] = {}
-    for row in rows:
-        result = _RESULT.build(row)
+    for result in results_of_workunits_locked(workunit_ids, _RESULT):
         by_workunit.setdefault(result.workunit_id, []).append(result)
     return by_workunit
 
@@ -304,17 +281,11 @@ def _locked_results(workunit_ids: list[int]) -> dict[int, list[Result]]:
 def _workunits(workunit_ids: list[int]) -> list[tuple[Workunit, TransitionConfig, int]]:
     """The workunits in id order, each with its project's settings: (workunit, config, grace
     period in seconds)."""
-    where, params = any_of("w.id", workunit_ids, "bigint")
-    rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()}, p.report_grace_period, p.delete_delay_hours, p.reliable_priority_on_over,"
-        f" p.reliable_priority_on_over_except_error FROM {quoted_table(Workunit)} w"
-        f" JOIN {quoted_table(Project)} p ON p.id = w.project_id WHERE {where} ORDER BY w.id",
-        params,
-    )
     configs: dict[tuple[float, int, int], TransitionConfig] = {}
     found = []
-    for row in rows:
-        grace, delay_hours, on_over, on_over_except_error = row[_WORKUNIT.width :]
+    for wu, grace, delay_hours, on_over, on_over_except_error in workunits_with_transition_settings(
+        workunit_ids, _WORKUNIT
+    ):
         key = (delay_hours, on_over, on_over_except_error)
         config = configs.get(key)
         if config is None:
@@ -323,7 +294,7 @@ def _workunits(workunit_ids: list[int]) -> list[tuple[Workunit, TransitionConfig
                 reliable_priority_on_over=on_over,
                 reliable_priority_on_over_except_error=on_over_except_error,
             )
-        found.append((_WORKUNIT.build(row), config, grace))
+        found.append((wu, config, grace))
     return found
 
 
@@ -419,34 +390,6 @@ def _create_results(plans: _Planned, writes: WriteBatch) -> None:
     results_create(new=new, batch=writes)
 
 
-# The workunit UPDATE's values for each row, with their PostgreSQL types, and what it sets.
-_WORKUNIT_VALUES = (
-    ("id", "bigint"),
-    ("lease", "timestamptz"),  # NULL: no claim, the next time is written whatever is there
-    ("next_time", "timestamptz"),  # NULL: never
-    ("mask", "integer"),
-    ("need_validate", "boolean"),
-    ("assimilate", "boolean"),
-    ("delete_ready", "boolean"),
-    ("reset_hr", "boolean"),
-    ("priority", "integer"),  # NULL: unchanged
-)
-_WORKUNIT_SET = (
-    "transition_time = CASE WHEN v.lease IS NULL OR w.transition_time = v.lease THEN v.next_time"
-    " ELSE w.transition_time END,"
-    " error_mask = w.error_mask | v.mask,"
-    " need_validate = w.need_validate OR v.need_validate,"
-    f" assimilate_state = CASE WHEN v.assimilate AND w.assimilate_state = {int(AssimilateState.INIT)}"
-    f" THEN {int(AssimilateState.READY)} ELSE w.assimilate_state END,"
-    f" file_delete_state = CASE WHEN v.delete_ready AND w.file_delete_state = {int(FileDeleteState.INIT)}"
-    f" THEN {int(FileDeleteState.READY)} ELSE w.file_delete_state END,"
-    " app_version_id = CASE WHEN v.reset_hr THEN NULL ELSE w.app_version_id END,"
-    " hr_class = CASE WHEN v.reset_hr THEN 0 ELSE w.hr_class END,"
-    " priority = COALESCE(v.priority, w.priority)"
-)
-_SQLITE_UPDATE_ROWS = 500  # within SQLite's limit on parameters
-
-
 def _apply_workunits(plans: _Planned, claims: Mapping[int, Claim], now: datetime, writes: WriteBatch) -> None:
     """Every workunit's new fields and next transition_time, in one statement (in ``writes``).
 
@@ -471,29 +414,7 @@ def _apply_workunits(plans: _Planned, claims: Mapping[int, Claim], now: datetime
         )
         for wu, _rows, plan in plans
     ]
-    table, names = quoted_table(Workunit), ", ".join(name for name, _type in _WORKUNIT_VALUES)
-    written, keys = Workunit._meta.db_table, frozenset(row[0] for row in rows)
-    if connection.vendor == "postgresql":
-        # The rows travel as one array per column: one statement of one shape.
-        arrays = ", ".join(f"%s::{sql_type}[]" for _name, sql_type in _WORKUNIT_VALUES)
-        writes.add(
-            f"UPDATE {table} w SET {_WORKUNIT_SET} FROM unnest({arrays}) AS v({names}) WHERE w.id = v.id",
-            [array_literal(column) for column in zip(*rows, strict=True)],
-            table=written,
-            keys=keys,
-        )
-        return
-    # Elsewhere (SQLite) a VALUES list joined by UPDATE ... FROM.
-    row_sql = "(" + ", ".join(["%s"] * len(_WORKUNIT_VALUES)) + ")"
-    for start in range(0, len(rows), _SQLITE_UPDATE_ROWS):
-        chunk = rows[start : start + _SQLITE_UPDATE_ROWS]
-        writes.add(
-            f"WITH v({names}) AS (VALUES {', '.join([row_sql] * len(chunk))})"
-            f" UPDATE {table} AS w SET {_WORKUNIT_SET} FROM v WHERE w.id = v.id",
-            [value for row in chunk for value in row],
-            table=written,
-            keys=keys,
-        )
+    workunits_transition_apply(rows, writes)
 
 
 def _next_time(plan: TransitionPlan, now: datetime, lag: timedelta) -> datetime | None:
@@ -515,34 +436,3 @@ def _is_only_time(plan: TransitionPlan) -> bool:
         plan.is_empty
         or TransitionPlan(workunit_id=plan.workunit_id, transition_time=plan.transition_time) == plan
     )
-
-
-def transition_times_lower(times: Mapping[int, datetime], *, batch: WriteBatch | None = None) -> None:
-    """Bring each workunit's transition time forward to its given time (never push it back).
-
-    One statement on PostgreSQL (the pairs travel as two arrays), one per workunit elsewhere;
-    with ``batch`` it waits there until ``batch.flush()``.
-    """
-    if not times:
-        return
-    field = Workunit._meta.get_field("transition_time")
-    ids = list(times)
-    stamps = [field.get_db_prep_save(times[i], connection) for i in ids]
-    target = batch if batch is not None else WriteBatch()
-    if connection.vendor == "postgresql":
-        target.add(
-            "UPDATE work_workunit w SET transition_time = v.t"
-            " FROM unnest(%s::bigint[], %s::timestamptz[]) AS v(id, t)"
-            " WHERE w.id = v.id AND (w.transition_time IS NULL OR w.transition_time > v.t)",
-            [array_literal(ids), array_literal(stamps)],
-            table=Workunit._meta.db_table,
-            keys=frozenset(ids),
-        )
-    else:
-        target.add_many(
-            "UPDATE work_workunit SET transition_time = %s"
-            " WHERE id = %s AND (transition_time IS NULL OR transition_time > %s)",
-            [(stamp, i, stamp) for i, stamp in zip(ids, stamps, strict=True)],
-        )
-    if batch is None:
-        target.flush()

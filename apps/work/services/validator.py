@@ -50,26 +50,20 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.applications.models import App
 from apps.core import clock
 from apps.core.db import (
     ModelColumns,
-    any_of,
-    array_literal,
     db_datetime,
-    execute,
-    execute_many,
-    fetch_rows,
-    quoted_table,
     update_rows,
 )
 from apps.credit.domain.quota import JobOutcome
 from apps.credit.services import CreditJob, CreditWorkunit, JudgedWorkunit, credit_grant_batch
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
-from apps.work.domain.states import TRANSITION_NEVER, AssimilateState, FileDeleteState, Outcome, ServerState
+from apps.work.domain.states import TRANSITION_NEVER, FileDeleteState, Outcome, ServerState
 from apps.work.domain.states import ValidateState as VS
 from apps.work.domain.validation import (
     ValidationCandidate,
@@ -79,6 +73,16 @@ from apps.work.domain.validation import (
     transient_retry_time,
 )
 from apps.work.models import Result, Workunit
+from apps.work.queries import (
+    apps_with_projects,
+    results_of_workunits_locked,
+    results_unsent_withdraw,
+    workunit_and_results_early,
+    workunits_claim_validation,
+    workunits_in_order,
+    workunits_transition_time_set,
+    workunits_validation_write,
+)
 from apps.work.services.claims import CLAIM_LEASE as CLAIM_LEASE
 from apps.work.services.claims import (
     LeaseClock,
@@ -122,7 +126,7 @@ BATCH = 200
 _JUDGED = "r.server_state = %s AND r.outcome = %s AND r.validate_state IN (%s, %s)"
 _JUDGED_PARAMS = [int(ServerState.OVER), int(Outcome.SUCCESS), int(VS.INIT), int(VS.INCONCLUSIVE)]
 
-# The statements of a batch are written by hand (apps.core.db), reading only the columns used.
+# The statements of a batch are written by hand (apps.work.queries), reading only the columns used.
 _RESULT = ModelColumns(
     Result,
     "r",
@@ -166,7 +170,6 @@ _WORKUNIT = ModelColumns(
         "sequence_id",
     ],
 )
-_CLAIMED = ModelColumns(Workunit, "c", ["id", "transition_time"])
 # What decides the outputs a batch reads before its locks (_Outputs.read_early).
 _EARLY_WORKUNIT = ModelColumns(Workunit, "w", ["id", "app", "canonical_result", "error_mask"])
 _EARLY_RESULT = ModelColumns(
@@ -253,31 +256,7 @@ def workunits_claim(
     transitioner's own lease too, or that transitioner's commit would write its planned time
     over the claim and leave nobody to flag the workunit again. The claim commits at once;
     workunits another validator holds or has claimed are skipped."""
-    lease_value = db_datetime(lease or lease_until(now))
-    table = quoted_table(Workunit)
-    new_time = (
-        "CASE WHEN w.transition_time IS NULL OR w.transition_time > %s THEN %s ELSE w.transition_time END"
-    )
-    candidates = f"SELECT {_CLAIMED.sql()} FROM {table} c WHERE c.app_id = %s AND c.need_validate ORDER BY c.id LIMIT %s"
-    if connection.vendor == "postgresql":
-        rows = fetch_rows(
-            f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
-            f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {_CLAIMED.sql()}",
-            [db_datetime(now), lease_value, app_id, limit],
-        )
-    else:
-        # SQLite has one writer: the transaction holds the write lock from its start, so the
-        # transition times read are those the claim replaces.
-        with transaction.atomic():
-            rows = fetch_rows(candidates, [app_id, limit])
-            if not rows:
-                return []
-            ids, id_params = any_of("w.id", [row[0] for row in rows], "bigint")
-            execute(
-                f"UPDATE {table} AS w SET need_validate = %s, transition_time = {new_time} WHERE {ids}",
-                [False, db_datetime(now), lease_value, *id_params],
-            )
-    claimed = [_CLAIMED.build(row) for row in rows]
+    claimed = workunits_claim_validation(app_id, now, limit, lease or lease_until(now))
     return sorted((Claimed(wu.id, wu.transition_time) for wu in claimed), key=lambda c: c.id)
 
 
@@ -332,12 +311,11 @@ def _sequence_progress(wu_id: int, now: datetime) -> None:
 def _retry_later(claimed: Sequence[Claimed], now: datetime) -> None:
     """BOINC's transient-error retry, min(transition time, now + 6 h), from the transition
     time each workunit had before the claim's short lease replaced it."""
-    params = []
+    times = []
     for c in claimed:
         current = int(c.transition_time.timestamp()) if c.transition_time is not None else TRANSITION_NEVER
-        retry = clock.from_unix(transient_retry_time(current, now.timestamp()))
-        params.append([db_datetime(retry), c.id])
-    execute_many(f"UPDATE {quoted_table(Workunit)} SET transition_time = %s WHERE id = %s", params)
+        times.append((c.id, clock.from_unix(transient_retry_time(current, now.timestamp()))))
+    workunits_transition_time_set(times)
 
 
 def workunit_validate(*, workunit_id: int, now: datetime) -> ValidationOutcome:
@@ -444,19 +422,11 @@ class _Outputs:
     def read_early(cls, wu_ids: Sequence[int]) -> _Outputs:
         """The outputs the batch would compare now. The rows are read without locks, only
         the columns that decide what is to judge, in one statement."""
-        cond, params = any_of("w.id", list(wu_ids), "bigint")
-        rows = fetch_rows(
-            f"SELECT {_EARLY_WORKUNIT.sql()}, {_EARLY_RESULT.sql()} FROM {quoted_table(Workunit)} w"
-            f" JOIN {quoted_table(Result)} r ON r.workunit_id = w.id WHERE {cond} ORDER BY r.id",
-            params,
-        )
         wus: dict[int, Workunit] = {}
         by_wu: dict[int, list[Result]] = {}
-        for row in rows:
-            wu = wus.get(row[0])
-            if wu is None:
-                wu = wus[row[0]] = _EARLY_WORKUNIT.build(row)
-            by_wu.setdefault(wu.id, []).append(_EARLY_RESULT.build(row, _EARLY_WORKUNIT.width))
+        for wu, result in workunit_and_results_early(wu_ids, _EARLY_WORKUNIT, _EARLY_RESULT):
+            wus[wu.id] = wu
+            by_wu.setdefault(wu.id, []).append(result)
         judging = [j for wu in wus.values() if (j := _to_judge(wu, by_wu[wu.id])) is not None]
         if not judging:
             return cls()
@@ -525,31 +495,16 @@ def _to_judge(wu: Workunit, rows: list[Result]) -> _Judging | None:
 def _locked_results(wu_ids: Sequence[int]) -> list[Result]:
     """The workunits' results, locked FOR UPDATE in id order, as the transitioner locks them
     (SQLite has no row locks: its IMMEDIATE transactions hold the database's write lock)."""
-    cond, params = any_of("r.workunit_id", list(wu_ids), "bigint")
-    lock = " FOR UPDATE OF r" if connection.features.has_select_for_update else ""
-    sql = f"SELECT {_RESULT.sql()} FROM {quoted_table(Result)} r WHERE {cond} ORDER BY r.id{lock}"
-    return [_RESULT.build(row) for row in fetch_rows(sql, params)]
+    return results_of_workunits_locked(wu_ids, _RESULT)
 
 
 def _workunits(wu_ids: Sequence[int]) -> list[Workunit]:
     """The workunits in id order, each with its app and project (credit reads app.project)."""
-    cond, params = any_of("w.id", list(wu_ids), "bigint")
-    wus = [
-        _WORKUNIT.build(row)
-        for row in fetch_rows(
-            f"SELECT {_WORKUNIT.sql()} FROM {quoted_table(Workunit)} w WHERE {cond} ORDER BY w.id", params
-        )
-    ]
+    wus = workunits_in_order(wu_ids, _WORKUNIT)
     if len(wus) < len(set(wu_ids)):
         missing = sorted(set(wu_ids) - {wu.id for wu in wus})
         raise Workunit.DoesNotExist(f"workunits {missing} do not exist")
-    cond, params = any_of("a.id", sorted({wu.app_id for wu in wus}), "bigint")
-    apps: dict[int, App] = {}
-    sql = f"SELECT {_APP.sql()}, {_PROJECT.sql()} FROM {quoted_table(App)} a JOIN {quoted_table(Project)} p ON p.id = a.project_id WHERE {cond}"
-    for row in fetch_rows(sql, params):
-        app = _APP.build(row)
-        app.project = _PROJECT.build(row, _APP.width)
-        apps[app.pk] = app
+    apps = apps_with_projects(sorted({wu.app_id for wu in wus}), _APP, _PROJECT)
     for wu in wus:
         wu.app = apps[wu.app_id]
         # The app's project is the workunit's row.
@@ -687,19 +642,7 @@ def _judged_workunit(j: _Judging, valid: list[Result], invalid: list[Result]) ->
 
 def _unsent_withdraw(wu_ids: list[int]) -> None:
     """At consensus the workunits' unsent siblings are no longer needed."""
-    if not wu_ids:
-        return
-    cond, params = any_of("workunit_id", wu_ids, "bigint")
-    execute(
-        f"UPDATE {quoted_table(Result)} SET server_state = %s, outcome = %s WHERE {cond} AND server_state IN (%s, %s)",
-        [
-            int(ServerState.OVER),
-            int(Outcome.DIDNT_NEED),
-            *params,
-            int(ServerState.UNSENT),
-            int(ServerState.INACTIVE),
-        ],
-    )
+    results_unsent_withdraw(wu_ids)
 
 
 def _outcome(wu: Workunit, j: _Judging | None) -> ValidationOutcome:
@@ -719,48 +662,9 @@ def _outcome(wu: Workunit, j: _Judging | None) -> ValidationOutcome:
     )
 
 
-# Each workunit's changes as a row of values (v.*): need_validate always goes off; the other
-# columns change where a value is given. A canonical result is set only on a workunit that
-# has none yet.
-_WORKUNIT_VALUES = [
-    ("wu_id", "bigint"),
-    ("canonical", "bigint"),
-    ("credit", "double precision"),
-    ("assimilate", "boolean"),
-    ("mask", "integer"),
-    ("target", "integer"),
-    ("set_time", "boolean"),
-    ("new_time", "timestamptz"),
-]
-_WORKUNIT_SETS = (
-    "need_validate = %s, canonical_result_id = COALESCE(v.canonical, w.canonical_result_id), "
-    "canonical_credit = CASE WHEN v.canonical IS NULL THEN w.canonical_credit ELSE v.credit END, "
-    "assimilate_state = CASE WHEN v.assimilate AND w.assimilate_state = %s THEN %s ELSE w.assimilate_state END, "
-    "error_mask = w.error_mask | v.mask, target_nresults = COALESCE(v.target, w.target_nresults), "
-    "transition_time = CASE WHEN v.set_time THEN v.new_time ELSE w.transition_time END"
-)
-_WORKUNIT_WHERE = "w.id = v.wu_id AND (v.canonical IS NULL OR w.canonical_result_id IS NULL)"
-
-
 def _workunits_write(judging: list[_Judging], granted: dict[int, float]) -> None:
     """Every judged workunit's changes in one statement."""
-    rows = [_workunit_values(j, granted) for j in judging]
-    if not rows:
-        return
-    sets_params = [False, int(AssimilateState.INIT), int(AssimilateState.READY)]
-    table, names = quoted_table(Workunit), ", ".join(name for name, _ in _WORKUNIT_VALUES)
-    if connection.vendor == "postgresql":
-        arrays = ", ".join(f"%s::{kind}[]" for _, kind in _WORKUNIT_VALUES)
-        execute(
-            f"UPDATE {table} AS w SET {_WORKUNIT_SETS} FROM unnest({arrays}) AS v({names}) WHERE {_WORKUNIT_WHERE}",
-            [*sets_params, *(array_literal(column) for column in zip(*rows, strict=True))],
-        )
-        return
-    values = ", ".join(["(" + ", ".join(["%s"] * len(_WORKUNIT_VALUES)) + ")"] * len(rows))
-    execute(
-        f"WITH v({names}) AS (VALUES {values}) UPDATE {table} AS w SET {_WORKUNIT_SETS} FROM v WHERE {_WORKUNIT_WHERE}",
-        [*(value for row in rows for value in row), *sets_params],
-    )
+    workunits_validation_write([_workunit_values(j, granted) for j in judging])
 
 
 def _workunit_values(j: _Judging, granted: dict[int, float]) -> list[Any]:

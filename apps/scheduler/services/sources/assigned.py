@@ -12,19 +12,23 @@ that cannot run the job leaves nothing behind for another host to pick up.
 
 from __future__ import annotations
 
-from django.db import connection
-
-from apps.core.db import ModelColumns, advisory_xact_lock, execute, fetch_rows, placeholders
+from apps.core.db import ModelColumns, advisory_xact_lock
+from apps.scheduler.queries import (
+    assignments_delete,
+    assignments_for_host,
+    result_states_of_workunits,
+    workunits_by_id,
+    workunits_with_results_on_host,
+)
 from apps.scheduler.services.catalog import project_catalog
 from apps.scheduler.services.dispatch import CANDIDATE_WORKUNIT_FIELDS, Dispatcher
 from apps.work.domain.assignments import (
     ResultState,
-    TargetType,
     broadcast_result_name,
     next_result_name,
     targeted_instance_needed,
 )
-from apps.work.domain.states import Outcome, ServerState, ValidateState
+from apps.work.domain.states import ServerState
 from apps.work.models import Result, Workunit
 from apps.work.services.create import results_create
 
@@ -32,9 +36,6 @@ from apps.work.services.create import results_create
 # targeted workunits locked at a time.
 ASSIGNMENTS_PER_RPC = 64
 LOCK_WINDOW = 8
-_OPEN_STATES = ", ".join(
-    str(int(s)) for s in (ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS)
-)
 
 # What a send and the reply read, and what making the job's result needs.
 _WORKUNIT = ModelColumns(
@@ -67,13 +68,7 @@ def _broadcast_not_on_host(dispatcher: Dispatcher, ids: list[int]) -> list[int]:
     host = dispatcher.ctx.host
     assert host is not None
     advisory_xact_lock(f"scheduler.host:{host.id}")
-    have = {
-        wu_id
-        for (wu_id,) in fetch_rows(
-            f"SELECT workunit_id FROM work_result WHERE host_id = %s AND workunit_id IN ({placeholders(ids)})",
-            [host.id, *ids],
-        )
-    }
+    have = workunits_with_results_on_host(host.id, ids)
     return sorted(set(ids) - have)
 
 
@@ -126,26 +121,10 @@ def _assigned_to_host(dispatcher: Dispatcher) -> dict[int, bool]:
     host, account = ctx.host, ctx.account
     assert host is not None
     assert account is not None
-    rows = fetch_rows(
-        "SELECT a.id, a.workunit_id, a.multi, w.id FROM work_assignment a"
-        " LEFT JOIN work_workunit w ON w.id = a.workunit_id"
-        f" WHERE a.project_id = %s AND (a.target_type = {int(TargetType.NONE)}"
-        f" OR (a.target_type = {int(TargetType.HOST)} AND a.target_id = %s)"
-        f" OR (a.target_type = {int(TargetType.USER)} AND a.target_id = %s)"
-        f" OR (a.target_type = {int(TargetType.TEAM)} AND a.target_id = %s))"
-        " AND (w.id IS NULL OR (w.error_mask = 0 AND w.canonical_result_id IS NULL AND NOT w.need_validate"
-        " AND NOT EXISTS (SELECT 1 FROM work_result r WHERE r.workunit_id = w.id AND r.host_id = %s)"
-        # A targeted job whose results are all out is left out here, or a few hundred of them
-        # would fill the LIMIT and hide jobs still open (targeted_instance_needed's count).
-        " AND (a.multi OR w.target_nresults > (SELECT COUNT(*) FROM work_result r WHERE r.workunit_id = w.id"
-        f" AND (r.server_state IN ({_OPEN_STATES}) OR (r.server_state = {int(ServerState.OVER)}"
-        f" AND r.outcome = {int(Outcome.SUCCESS)} AND r.validate_state <> {int(ValidateState.INVALID)}))))))"
-        f" ORDER BY a.id LIMIT {ASSIGNMENTS_PER_RPC}",
-        [ctx.project.id, host.id, account.id, account.team_id or 0, host.id],
-    )
+    rows = assignments_for_host(ctx.project.id, host.id, account.id, account.team_id, ASSIGNMENTS_PER_RPC)
     orphans = [row[0] for row in rows if row[3] is None]
     if orphans:
-        execute(f"DELETE FROM work_assignment WHERE id IN ({placeholders(orphans)})", orphans)
+        assignments_delete(orphans)
     return {wu_id: bool(multi) for _id, wu_id, multi, found in rows if found is not None}
 
 
@@ -155,21 +134,12 @@ def _workunits(ids: list[int], *, lock: bool) -> dict[int, Workunit]:
     holds skipped."""
     if not ids:
         return {}
-    tail = " FOR UPDATE SKIP LOCKED" if lock and connection.features.has_select_for_update_skip_locked else ""
-    rows = fetch_rows(
-        f"SELECT {_WORKUNIT.sql()} FROM work_workunit w WHERE w.id IN ({placeholders(ids)}) ORDER BY w.id{tail}",
-        ids,
-    )
-    return {wu.id: wu for wu in (_WORKUNIT.build(row) for row in rows)}
+    return workunits_by_id(ids, _WORKUNIT, lock=lock)
 
 
 def _results_of(ids: list[int]) -> dict[int, list[tuple[str, int | None, ResultState]]]:
     """Each workunit's results: (name, host id, state)."""
-    rows = fetch_rows(
-        "SELECT workunit_id, name, host_id, server_state, outcome, validate_state FROM work_result"
-        f" WHERE workunit_id IN ({placeholders(ids)})",
-        ids,
-    )
+    rows = result_states_of_workunits(ids)
     found: dict[int, list[tuple[str, int | None, ResultState]]] = {}
     for wu_id, name, host_id, server_state, outcome, validate_state in rows:
         found.setdefault(wu_id, []).append(

@@ -7,9 +7,8 @@ the general source never sends them.
 
 from __future__ import annotations
 
-from apps.core.db import fetch_rows, placeholders
+from apps.scheduler.queries import apps_busy_on_host
 from apps.scheduler.services.dispatch import Dispatcher, unsent_window
-from apps.work.domain.states import ServerState
 
 
 def send_nci_work(dispatcher: Dispatcher) -> None:
@@ -25,15 +24,7 @@ def send_nci_work(dispatcher: Dispatcher) -> None:
         return
     host = dispatcher.ctx.host
     assert host is not None
-    # Hand-written, as the RPC's other queries: one index range per host (result_host_state).
-    busy = {
-        app_id
-        for (app_id,) in fetch_rows(
-            f"SELECT DISTINCT app_id FROM work_result WHERE host_id = %s"
-            f" AND server_state = {int(ServerState.IN_PROGRESS)} AND app_id IN ({placeholders(apps)})",
-            [host.id, *apps],
-        )
-    }
+    busy = apps_busy_on_host(host.id, apps)
     for app_id in apps:
         if app_id in busy or not dispatcher.need.work_needed():
             continue

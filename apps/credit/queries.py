@@ -1,18 +1,20 @@
-"""Row locking shared by the credit services: rows by id in id order, host_app_versions by key.
+"""The credit app's hand-written SQL: the rows credit locks and reads once per validator batch.
 
-The validator locks these once per batch, so the SELECTs are written by hand
-(apps.core.db): one statement each and no ORM query building, and for wide rows only the
-columns credit reads and writes (``ModelColumns`` with a field list).
+The rule (docs/architecture.md, "Hand-written SQL"): each statement is here because the ORM's
+version cost more than the SQL for a batch (query building in Python, model instances of
+wide rows, a statement per key) or could not say it; each function says which.
+tests/credit/test_queries.py runs them against plain ORM versions on the same rows.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any
+from datetime import date
+from typing import Any, cast
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Field, Model
 
 from apps.applications.models import App
 from apps.core.db import ModelColumns, any_of, array_literal, fetch_rows
@@ -53,6 +55,10 @@ def locked_rows(
     """Rows by id, locked for update in id order (the order every locker here uses).
 
     ``columns`` (aliased ``t``) loads only some fields; the rest are deferred.
+
+    Why SQL: the ORM's ``select_for_update(no_key=True).only(...)`` says the same, but the
+    validator runs it for five tables per batch and the query building and ``Model.__init__``
+    cost more than the statements; ``any_of`` keeps one statement shape for any id count.
     """
     wanted = sorted({i for i in ids if i is not None})
     if not wanted:
@@ -74,7 +80,12 @@ def hav_key(host_id: int, app_version_id: int | None, anonymous_proc_type: str) 
 
 
 def locked_havs(app: App, keys: set[HavKey]) -> dict[HavKey, HostAppVersion]:
-    """The host_app_versions of these keys, locked in id order (``_for_update``)."""
+    """The host_app_versions of these keys, locked in id order (``_for_update``).
+
+    Why SQL: the ORM can only OR one condition per key, which at a batch's hundreds of keys
+    cost several times the joined arrays used on PostgreSQL (one statement of one shape);
+    SQLite, with no arrays, gets the OR list.
+    """
     if not keys:
         return {}
     table = connection.ops.quote_name(HostAppVersion._meta.db_table)
@@ -107,3 +118,61 @@ def locked_havs(app: App, keys: set[HavKey]) -> dict[HavKey, HostAppVersion]:
     sql = f"SELECT {_HAV.sql()} FROM {table} h WHERE {' OR '.join(conds)} ORDER BY h.id"
     rows = [_HAV.build(row) for row in fetch_rows(sql, params)]
     return {hav_key(h.host_id, h.app_version_id, h.anonymous_proc_type): h for h in rows}
+
+
+def app_credit_rows(
+    app_id: int,
+    user_columns: ModelColumns,
+    team_columns: ModelColumns,
+    accounts: Iterable[int],
+    teams: Iterable[int],
+) -> tuple[list[Any], list[Any]]:
+    """The app's per-app credit rows of these accounts and of these teams (``*_columns`` of
+    alias ``c``, on tables with the same columns in the same order), read in one statement.
+
+    Why SQL: ``UNION ALL`` of the two tables in one round trip, once per validator batch;
+    the ORM needs a query per table.
+    """
+    parts: list[str] = []
+    params: list[Any] = []
+    for kind, (cols, owner, owners) in enumerate(
+        ((user_columns, "account_id", list(accounts)), (team_columns, "team_id", list(teams)))
+    ):
+        if owners:
+            table = connection.ops.quote_name(cols.model._meta.db_table)
+            owned, owner_params = any_of(f"c.{owner}", owners, "bigint")
+            parts.append(f"SELECT {kind}, {cols.sql()} FROM {table} c WHERE c.app_id = %s AND {owned}")
+            params += [app_id, *owner_params]
+    users: list[Any] = []
+    teams_found: list[Any] = []
+    for row in fetch_rows(" UNION ALL ".join(parts), params) if parts else ():
+        if row[0] == 0:
+            users.append(user_columns.build(row, 1))
+        else:
+            teams_found.append(team_columns.build(row, 1))
+    return users, teams_found
+
+
+def history_rows(
+    day: date, columns: ModelColumns, accounts: Iterable[int], teams: Iterable[int]
+) -> list[Any]:
+    """The CreditHistory rows of ``day`` of these accounts or teams (``columns`` of alias
+    ``h``).
+
+    Why SQL: one statement for both kinds of owner with the rows built without
+    ``Model.__init__``, once per validator batch.
+    """
+    model = columns.model
+    conds: list[str] = []
+    day_field = cast("Field[Any, Any]", model._meta.get_field("day"))
+    params: list[Any] = [day_field.get_db_prep_value(day, connection)]
+    for column, owners in (("account_id", list(accounts)), ("team_id", list(teams))):
+        if owners:
+            owned, owner_params = any_of(f"h.{column}", owners, "bigint")
+            conds.append(owned)
+            params += owner_params
+    if not conds:
+        return []
+    table = connection.ops.quote_name(model._meta.db_table)
+    sql = f"SELECT {columns.sql()} FROM {table} h WHERE h.day = %s AND ({' OR '.join(conds)})"
+    return [columns.build(row) for row in fetch_rows(sql, params)]
