@@ -16,8 +16,9 @@ from typing import Any
 from django.db import connection
 
 from apps.core.db import ModelColumns, WriteBatch, any_of, array_literal, execute, fetch_rows, placeholders
-from apps.hosts.models import HostAppVersion
+from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
+from apps.volunteers.models import Account, Team
 from apps.work.domain.assignments import TargetType
 from apps.work.domain.states import FileDeleteState, Outcome, ServerState, ValidateState
 from apps.work.models import OutputFile, Workunit, WorkunitFileRef
@@ -32,6 +33,81 @@ def project_by_slug(slug: str, columns: ModelColumns) -> Project | None:
     """
     rows = fetch_rows(f"SELECT {columns.sql()} FROM projects_project p WHERE p.slug = %s", [slug])
     return columns.build(rows[0]) if rows else None
+
+
+# The request's account, its team, and the host it names, read together at the RPC's start.
+_ACCOUNT = ModelColumns(Account, "a")
+_TEAM = ModelColumns(Team, "t")
+_HOST = ModelColumns(Host, "h")
+_COPROC = ModelColumns(HostCoproc, "c")
+
+
+def _account_key(account_id: int | None, authenticator: str) -> tuple[str, Any]:
+    # A weak key names its account by id (its key is checked by the caller).
+    return ("a.id = %s", account_id) if account_id is not None else ("a.authenticator = %s", authenticator)
+
+
+def _account_and_team(row: Sequence[Any]) -> Account:
+    account: Account = _ACCOUNT.build(row)
+    account.team = _TEAM.build(row, _ACCOUNT.width) if account.team_id else None
+    return account
+
+
+def account_by_key(project_id: int, *, account_id: int | None, authenticator: str) -> Account | None:
+    """The project's account with id ``account_id`` (when given) or else with this
+    authenticator, its team loaded as ``account.team``; or None.
+
+    Why SQL: the first statement of every RPC, the account and its team in one join; see the
+    module docstring.
+    """
+    where, key = _account_key(account_id, authenticator)
+    rows = fetch_rows(
+        f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()} FROM volunteers_account a"
+        " LEFT JOIN volunteers_team t ON t.id = a.team_id"
+        f" WHERE a.project_id = %s AND {where}",
+        [project_id, key],
+    )
+    return _account_and_team(rows[0]) if rows else None
+
+
+def account_by_key_with_host(
+    project_id: int, host_id: int, *, account_id: int | None, authenticator: str
+) -> tuple[Account, Host | None, list[HostCoproc]] | None:
+    """As ``account_by_key``, with the host ``host_id`` if it is this account's in this
+    project (else None) and that host's coprocessor rows; or None without the account.
+
+    Why SQL: an RPC naming its host reads account, team, host and coprocessors in one
+    statement (one row per coprocessor) instead of three; see the module docstring.
+    """
+    where, key = _account_key(account_id, authenticator)
+    rows = fetch_rows(
+        f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()}, {_HOST.sql()}, {_COPROC.sql()}"
+        " FROM volunteers_account a LEFT JOIN volunteers_team t ON t.id = a.team_id"
+        " LEFT JOIN hosts_host h ON h.id = %s AND h.account_id = a.id AND h.project_id = a.project_id"
+        " LEFT JOIN hosts_hostcoproc c ON c.host_id = h.id"
+        f" WHERE a.project_id = %s AND {where}",
+        [host_id, project_id, key],
+    )
+    if not rows:
+        return None
+    at = _ACCOUNT.width + _TEAM.width
+    host = _HOST.build(rows[0], at) if rows[0][at] is not None else None
+    at += _HOST.width
+    return _account_and_team(rows[0]), host, [_COPROC.build(row, at) for row in rows if row[at] is not None]
+
+
+def host_coprocs(host_id: int) -> list[HostCoproc]:
+    """The host's coprocessor rows.
+
+    Why SQL: read on an RPC whose account lookup did not bring them; see the module
+    docstring.
+    """
+    return [
+        _COPROC.build(row)
+        for row in fetch_rows(
+            f"SELECT {_COPROC.sql()} FROM hosts_hostcoproc c WHERE c.host_id = %s", [host_id]
+        )
+    ]
 
 
 def other_results_state(project_id: int, names: Sequence[str]) -> dict[str, tuple[Any, ...]]:

@@ -6,14 +6,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.db import ModelColumns, WriteBatch
-from apps.hosts.models import HostAppVersion
+from apps.hosts.models import Host, HostAppVersion, HostCoproc
 from apps.projects.models import Project
 from apps.scheduler.queries import (
+    account_by_key,
+    account_by_key_with_host,
     apps_busy_on_host,
     assignments_delete,
     assignments_for_host,
     file_refs_with_inputs,
     host_app_versions_locked,
+    host_coprocs,
     host_jobs_in_progress,
     other_results_state,
     output_file_mark_uploaded,
@@ -25,17 +28,21 @@ from apps.scheduler.queries import (
     workunits_by_id,
     workunits_with_results_on_host,
 )
+from apps.volunteers.models import Account
 from apps.work.domain.assignments import TargetType
 from apps.work.domain.states import Outcome, ServerState, ValidateState
 from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from tests.factories import (
+    AccountFactory,
     AppFactory,
     HostAppVersionFactory,
+    HostCoprocFactory,
     HostFactory,
     InputFileFactory,
     OutputFileFactory,
     ProjectFactory,
     ResultFactory,
+    TeamFactory,
     WorkunitFactory,
 )
 
@@ -54,6 +61,49 @@ def test_project_by_slug_equals_the_orm_get() -> None:
     assert found is not None
     assert _fields(found) == _fields(Project.objects.get(slug=project.slug))
     assert project_by_slug("no-such-project", ModelColumns(Project, "p")) is None
+
+
+def test_account_by_key_equals_the_orm_get_with_its_team() -> None:
+    team = TeamFactory()
+    account = AccountFactory(project=team.project, team=team)
+    by_id = account_by_key(team.project_id, account_id=account.id, authenticator="ignored")
+    by_key = account_by_key(team.project_id, account_id=None, authenticator=account.authenticator)
+    expected = Account.objects.select_related("team").get(project=team.project, id=account.id)
+    assert by_id is not None
+    assert by_key is not None
+    assert _fields(by_id) == _fields(by_key) == _fields(expected)
+    assert _fields(by_id.team) == _fields(expected.team)
+    assert account_by_key(ProjectFactory().id, account_id=None, authenticator=account.authenticator) is None
+
+
+def test_account_by_key_with_host_equals_the_orm_reads() -> None:
+    account = AccountFactory()
+    host = HostFactory(account=account)
+    HostCoprocFactory(host=host, proc_type="NVIDIA")
+    HostCoprocFactory(host=host, proc_type="ATI")
+    found = account_by_key_with_host(
+        account.project_id, host.id, account_id=None, authenticator=account.authenticator
+    )
+    assert found is not None
+    got_account, got_host, got_coprocs = found
+    assert _fields(got_account) == _fields(Account.objects.get(id=account.id))
+    assert got_account.team is None
+    assert got_host is not None
+    assert _fields(got_host) == _fields(Host.objects.get(id=host.id))
+    expected = [_fields(c) for c in HostCoproc.objects.filter(host=host).order_by("id")]
+    assert sorted((_fields(c) for c in got_coprocs), key=lambda f: f["id"]) == expected
+    assert sorted((_fields(c) for c in host_coprocs(host.id)), key=lambda f: f["id"]) == expected
+
+
+def test_account_by_key_with_host_leaves_out_another_accounts_host() -> None:
+    account = AccountFactory()
+    other_host = HostFactory(account__project=account.project)
+    found = account_by_key_with_host(
+        account.project_id, other_host.id, account_id=account.id, authenticator=""
+    )
+    assert found is not None
+    assert found[0].id == account.id
+    assert found[1:] == (None, [])
 
 
 def test_other_results_state_equals_the_orm_values() -> None:

@@ -16,10 +16,9 @@ from apps.boinc_import.domain import (
     map_user,
     stats_consent,
 )
+from apps.boinc_import.queries import rows_insert, team_founders_set
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.source import TableQuery
-from apps.boinc_import.services.target import rows_insert
-from apps.core.db import execute_many
 from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.hosts.models import DeletedHost
 from apps.volunteers.models import Account, DeletedAccount, Team
@@ -133,11 +132,7 @@ def team_founders_import(run: ImportRun) -> None:
         if team_id in open_teams and founder is not None:
             pairs.append((founder, team_id))
     if not run.dry_run:
-        for start in range(0, len(pairs), 5000):
-            execute_many(
-                "UPDATE volunteers_team SET founder_id = %s WHERE id = %s AND founder_id IS NULL",
-                pairs[start : start + 5000],
-            )
+        team_founders_set(pairs)
     stats = run.table_stats("team founder")
     stats.read, stats.imported = len(rows), len(pairs)
     run.progress("team founder", len(rows), len(rows))

@@ -20,9 +20,9 @@ from apps.boinc_import.domain import (
     map_app_version,
     map_platform,
 )
+from apps.boinc_import.queries import rows_insert
 from apps.boinc_import.services.engine import ImportRun, Issue, issues_replace
 from apps.boinc_import.services.files import FileClash, boinc_file, file_place, md5_of
-from apps.boinc_import.services.target import rows_insert
 from apps.projects.models import Platform
 from apps.protocol import ProtocolError, parse_stored_doc
 

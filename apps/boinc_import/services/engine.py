@@ -18,8 +18,9 @@ from django.db import models, transaction
 
 from apps.boinc_import.domain import IdMap, Mapped, Row, RowRefused, VersionRef, plan_ids
 from apps.boinc_import.models import BoincImport, ImportIssue, ImportTable
+from apps.boinc_import.queries import sequence_reserve
 from apps.boinc_import.services.source import BoincSource, TableQuery
-from apps.boinc_import.services.target import id_range_taken, next_free_id, sequence_reserve
+from apps.boinc_import.services.target import id_range_taken, next_free_id
 from apps.projects.models import Project
 
 Progress = Callable[[str, int, int], None]  # (table, rows read by this run and earlier ones, rows to read)

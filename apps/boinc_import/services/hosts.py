@@ -4,10 +4,10 @@ records of deleted hosts."""
 from __future__ import annotations
 
 from apps.boinc_import.domain import Mapped, Row, map_host, map_host_app_version
+from apps.boinc_import.queries import rows_insert
 from apps.boinc_import.services.accounts import deleted_import
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.source import TableQuery
-from apps.boinc_import.services.target import rows_insert
 from apps.hosts.models import DeletedHost, Host, HostAppVersion
 from apps.projects.models import Project
 

@@ -4,9 +4,9 @@ come before the workunits, whose batch numbers follow the batches' ids."""
 from __future__ import annotations
 
 from apps.boinc_import.domain import Mapped, Row, map_batch, map_user_submit, map_user_submit_app
+from apps.boinc_import.queries import rows_insert
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.source import TableQuery
-from apps.boinc_import.services.target import rows_insert
 from apps.submit.models import Batch, UserSubmit, UserSubmitApp
 
 BATCH_COLUMNS = (

@@ -27,11 +27,10 @@ from apps.boinc_import.domain import (
     output_files,
     workunit_batch,
 )
+from apps.boinc_import.queries import canonical_results_set, rows_insert
 from apps.boinc_import.services.engine import ImportRun, KeyedTable, project_rows, table_import
 from apps.boinc_import.services.files import FileClash, boinc_file, file_copy, file_place, md5_of
 from apps.boinc_import.services.source import TableQuery
-from apps.boinc_import.services.target import rows_insert
-from apps.core.db import execute_many
 from apps.protocol import ProtocolError, StoredDoc, parse_stored_doc
 from apps.protocol.filenames import partial_upload_name
 from apps.work.models import Assignment, InputFile, OutputFile, Result, Workunit, WorkunitFileRef
@@ -431,15 +430,9 @@ def _canonical_results(run: ImportRun, result_offset: int) -> None:
     for r in rows:
         wu_id = run.workunits.target(r["id"])
         if wu_id is not None and wu_id in without:
-            result_id = r["canonical_resultid"] + result_offset
-            pairs.append((result_id, wu_id, result_id))
+            pairs.append((wu_id, r["canonical_resultid"] + result_offset))
     if not run.dry_run:
-        for start in range(0, len(pairs), 5000):
-            execute_many(
-                "UPDATE work_workunit SET canonical_result_id = %s WHERE id = %s AND canonical_result_id IS NULL"
-                " AND EXISTS (SELECT 1 FROM work_result WHERE id = %s)",
-                pairs[start : start + 5000],
-            )
+        canonical_results_set(pairs)
     stats = run.table_stats("canonical result")
     stats.read, stats.imported = len(rows), len(pairs)
     run.progress("canonical result", len(rows), len(rows))

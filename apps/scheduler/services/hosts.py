@@ -5,14 +5,15 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
-from apps.core.db import ModelColumns, fetch_rows, update_rows
+from apps.core.db import update_rows
 from apps.hosts.models import Host, HostCoproc
 from apps.protocol import ProtocolError, SchedulerRequest, global_prefs_parse, prefs_mod_time
 from apps.protocol.global_prefs import parse_global_prefs
 from apps.scheduler.domain.policy import HostInstances, effective_instances
+from apps.scheduler.queries import account_by_key, account_by_key_with_host, host_coprocs
 from apps.scheduler.services.context import RpcContext
 from apps.volunteers.domain.weak_keys import weak_key_userid
-from apps.volunteers.models import Account, Team
+from apps.volunteers.models import Account
 from apps.volunteers.services.weak_keys import account_weak_key_matches
 
 HOST_FIELDS = [
@@ -47,12 +48,6 @@ HOST_FIELDS = [
 ]
 
 
-_ACCOUNT = ModelColumns(Account, "a")
-_TEAM = ModelColumns(Team, "t")
-_HOST = ModelColumns(Host, "h")
-_COPROC = ModelColumns(HostCoproc, "c")
-
-
 def account_authenticate(ctx: RpcContext) -> Account | None:
     """The account with the request's authenticator (with its team), or None.
 
@@ -66,40 +61,26 @@ def account_authenticate(ctx: RpcContext) -> Account | None:
     if not authenticator:
         return None
     weak_userid = weak_key_userid(authenticator)
-    # A weak key names its account by id; the key itself is checked below.
-    where, key = (
-        ("a.id = %s", weak_userid) if weak_userid is not None else ("a.authenticator = %s", authenticator)
-    )
     hostid = ctx.req.hostid
     if hostid:
-        rows = fetch_rows(
-            f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()}, {_HOST.sql()}, {_COPROC.sql()}"
-            " FROM volunteers_account a LEFT JOIN volunteers_team t ON t.id = a.team_id"
-            " LEFT JOIN hosts_host h ON h.id = %s AND h.account_id = a.id AND h.project_id = a.project_id"
-            " LEFT JOIN hosts_hostcoproc c ON c.host_id = h.id"
-            f" WHERE a.project_id = %s AND {where}",
-            [ctx.project.host_id_from_client(hostid), ctx.project.id, key],
+        found = account_by_key_with_host(
+            ctx.project.id,
+            ctx.project.host_id_from_client(hostid),
+            account_id=weak_userid,
+            authenticator=authenticator,
         )
+        if found is None:
+            return None
+        account, ctx.known_host, ctx.known_coprocs = found
     else:
-        rows = fetch_rows(
-            f"SELECT {_ACCOUNT.sql()}, {_TEAM.sql()} FROM volunteers_account a"
-            " LEFT JOIN volunteers_team t ON t.id = a.team_id"
-            f" WHERE a.project_id = %s AND {where}",
-            [ctx.project.id, key],
-        )
-    if not rows:
-        return None
-    account = _ACCOUNT.build(rows[0])
+        lone = account_by_key(ctx.project.id, account_id=weak_userid, authenticator=authenticator)
+        if lone is None:
+            return None
+        account = lone
     if weak_userid is not None:
         if not account_weak_key_matches(account, authenticator):
             return None
         ctx.weak_auth = True
-    account.team = _TEAM.build(rows[0], _ACCOUNT.width) if account.team_id else None
-    if hostid:
-        at = _ACCOUNT.width + _TEAM.width
-        ctx.known_host = _HOST.build(rows[0], at) if rows[0][at] is not None else None
-        at += _HOST.width
-        ctx.known_coprocs = [_COPROC.build(row, at) for row in rows if row[at] is not None]
     return account
 
 
@@ -259,12 +240,7 @@ def coprocs_update(host: Host, req: SchedulerRequest, rows: list[HostCoproc] | N
     if not req.coprocs and not host.pk:
         return
     if rows is None:
-        rows = [
-            _COPROC.build(row)
-            for row in fetch_rows(
-                f"SELECT {_COPROC.sql()} FROM hosts_hostcoproc c WHERE c.host_id = %s", [host.id]
-            )
-        ]
+        rows = host_coprocs(host.id)
     existing = {c.proc_type: c for c in rows}
     seen = set()
     for coproc in req.coprocs:
