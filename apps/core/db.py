@@ -494,4 +494,4 @@ class PrefixSearchable(models.Func):
 
 # An operator class follows the parenthesized expression in CREATE INDEX, as
 # django.contrib.postgres arranges for its OpClass (an app this project does not install).
-IndexExpression.register_wrappers(*IndexExpression.wrapper_classes, PrefixSearchable)
+IndexExpression.register_wrappers(*IndexExpression.wrapper_classes, cast(Any, PrefixSearchable))
