@@ -12,6 +12,7 @@ from typing import Any, cast
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.db.backends.utils import CursorWrapper
 from django.db.models.base import ModelState
+from django.db.models.indexes import IndexExpression
 from django.db.models.options import Options
 from django.db.models.signals import post_init, pre_init
 
@@ -477,3 +478,20 @@ def any_of(column: str, values: Sequence[Any], sql_type: str) -> tuple[str, list
     if connection.vendor == "postgresql":
         return f"{column} = ANY(%s::{sql_type}[])", [array_literal(values)]
     return f"{column} IN ({placeholders(values)})", list(values)
+
+
+class PrefixSearchable(models.Func):
+    """An index expression that PostgreSQL can use for ``LIKE 'prefix%'`` (Django's
+    ``istartswith`` on ``Upper(column)``) whatever the database's collation: the
+    ``text_pattern_ops`` operator class. Other databases index the bare expression."""
+
+    template = "%(expressions)s text_pattern_ops"
+    constraint_validation_compatible = False
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        return compiler.compile(self.source_expressions[0])
+
+
+# An operator class follows the parenthesized expression in CREATE INDEX, as
+# django.contrib.postgres arranges for its OpClass (an app this project does not install).
+IndexExpression.register_wrappers(*IndexExpression.wrapper_classes, cast(Any, PrefixSearchable))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Upper
 
 from apps.applications.models import PROC_TYPE_CHOICES
 from apps.core.averages import AverageColumns, average_columns
+from apps.core.db import PrefixSearchable
 from apps.core.domain.resources import ANONYMOUS_CODES, ProcType
 
 
@@ -69,6 +71,8 @@ class Host(models.Model):
             models.Index(fields=["project", "-expavg_credit", "id"], name="host_top_rac"),
             models.Index(fields=["project", "-total_credit", "id"], name="host_top_total"),
             models.Index(fields=["account", "host_cpid"], name="host_by_cpid"),
+            # The admin's search by the start of a host name, in any case.
+            models.Index(PrefixSearchable(Upper("domain_name")), name="host_name_prefix"),
         ]
 
     def __str__(self) -> str:

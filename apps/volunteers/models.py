@@ -10,7 +10,9 @@ from django.contrib.auth.hashers import check_password, make_password
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Upper
 
+from apps.core.db import PrefixSearchable
 from apps.protocol import xml_fragment_problem
 
 
@@ -154,6 +156,9 @@ class Account(models.Model):
             models.Index(fields=["project", "-expavg_credit", "id"], name="account_top_rac"),
             models.Index(fields=["project", "-total_credit", "id"], name="account_top_total"),
             models.Index(fields=["delete_after"], name="account_delete_due"),
+            # The admin's search: the start of a name, an address, each in any case.
+            models.Index(PrefixSearchable(Upper("name")), name="account_name_prefix"),
+            models.Index(Upper("email_addr"), name="account_email_upper"),
         ]
 
     def __str__(self) -> str:

@@ -157,3 +157,72 @@ def test_big_table_search_compares_columns_as_stored(admin_client, url, table):
     assert searches
     for sql in searches:
         assert not any(word in sql for word in ("LIKE", "UPPER(", "::text", "CAST(")), sql
+
+
+def test_host_search_finds_a_host_by_its_id(admin_client):
+    wanted = HostFactory(domain_name="wanted")
+    HostFactory(domain_name="other")
+    body = listed(admin_client, f"/admin/hosts/host/?q={wanted.pk}")
+    assert ">wanted<" in body
+    assert ">other<" not in body
+
+
+def test_host_search_finds_hosts_by_the_start_of_their_name_in_any_case(admin_client):
+    HostFactory(domain_name="Crunch-01")
+    HostFactory(domain_name="laptop")
+    body = listed(admin_client, "/admin/hosts/host/?q=crunch")
+    assert ">Crunch-01<" in body
+    assert ">laptop<" not in body
+
+
+def test_host_search_no_longer_matches_the_middle_of_a_name(admin_client):
+    HostFactory(domain_name="my-crunch-box")
+    assert ">my-crunch-box<" not in listed(admin_client, "/admin/hosts/host/?q=crunch")
+
+
+def test_account_search_finds_an_account_by_its_exact_address_in_any_case(admin_client):
+    AccountFactory(name="alice", email_addr="alice@example.org")
+    AccountFactory(name="malice", email_addr="malice@example.org")
+    body = listed(admin_client, "/admin/volunteers/account/?q=ALICE@Example.org")
+    assert ">alice<" in body
+    assert ">malice<" not in body
+
+
+def test_account_search_finds_accounts_by_the_start_of_their_name(admin_client):
+    AccountFactory(name="Bob Smith")
+    AccountFactory(name="Jim Bob")
+    body = listed(admin_client, "/admin/volunteers/account/?q=bob")
+    assert ">Bob Smith<" in body
+    assert ">Jim Bob<" not in body
+
+
+def test_account_search_finds_an_account_by_its_id(admin_client):
+    wanted = AccountFactory(name="wanted")
+    AccountFactory(name="other")
+    body = listed(admin_client, f"/admin/volunteers/account/?q={wanted.pk}")
+    assert ">wanted<" in body
+    assert ">other<" not in body
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's plans")
+@pytest.mark.parametrize(
+    ("url", "index"),
+    [
+        ("/admin/hosts/host/?q=crunch", "host_name_prefix"),
+        ("/admin/volunteers/account/?q=bob", "account_name_prefix"),
+        ("/admin/volunteers/account/?q=Bob@Example.org", "account_email_upper"),
+    ],
+)
+def test_name_and_address_searches_read_an_index(admin_client, url, index):
+    HostFactory(domain_name="crunch")
+    AccountFactory(name="bob", email_addr="bob@example.org")
+    with CaptureQueriesContext(connection) as captured:
+        listed(admin_client, url)
+    (search,) = [q["sql"] for q in captured.captured_queries if "LIKE" in q["sql"] or "UPPER" in q["sql"]][
+        -1:
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {search}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert index in plan
