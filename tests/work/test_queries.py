@@ -12,7 +12,7 @@ from apps.applications.models import App
 from apps.core.db import ModelColumns, WriteBatch, db_datetime
 from apps.hosts.models import HostAppVersion
 from apps.projects.models import Project
-from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, SequenceState, ServerState
+from apps.work.domain.states import AssimilateState, FileDeleteState, Outcome, ServerState
 from apps.work.models import InputFile, OutputFile, Result, Workunit, WorkunitFileRef
 from apps.work.queries import (
     apps_with_projects,
@@ -503,7 +503,6 @@ def test_workunits_purgeable_equal_the_orm_filter() -> None:
         Workunit.objects.filter(
             project_id=app.project_id, file_delete_state=FileDeleteState.DONE, create_time__lte=cutoff
         )
-        .filter(Q(sequence__isnull=True) | Q(sequence__state__in=[SequenceState.ENDED, SequenceState.ERROR]))
         .exclude(Exists(recent))
         .exclude(id=wus[2].id)
         .order_by("id")
