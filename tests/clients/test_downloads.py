@@ -1,4 +1,4 @@
-"""Downloads (protocol §4.1): exact bytes, Range resume, HEAD, gzip, refusals, counted 404s."""
+"""Downloads: exact bytes, Range resume, HEAD, gzip, refusals, counted 404s."""
 
 from __future__ import annotations
 

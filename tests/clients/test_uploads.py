@@ -1,4 +1,4 @@
-"""file_upload_handler (protocol §4.2): size queries, streamed and resumed uploads, refusals."""
+"""file_upload_handler: size queries, streamed and resumed uploads, refusals."""
 
 from __future__ import annotations
 

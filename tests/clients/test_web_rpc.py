@@ -1,4 +1,4 @@
-"""Attach-time web RPCs (protocol §1.3-1.5) with BOINC's replies and error numbers."""
+"""Attach-time web RPCs with BOINC's replies and error numbers."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Drive Debian's stock BOINC client (7.20.5) against the live test server.
 
-The client runs exactly as protocol §7 describes: a private --dir, a private GUI-RPC
+The client runs as docs/protocol.md describes: a private --dir, a private GUI-RPC
 port on loopback, cc_config with report_results_immediately, a global_prefs_override,
 and it is stopped by ``boinccmd --quit`` or by its PID, never by name. The master URL
 must use 127.0.0.1 (the client refuses host names without a dot, such as localhost).
@@ -63,7 +63,7 @@ GLOBAL_PREFS = """<global_preferences>
 
 
 def url_dir_name(master_url: str) -> str:
-    """The client's file-name form of a master URL (protocol §1.1)."""
+    """The client's file-name form of a master URL."""
     text = re.sub(r"^https?://", "", master_url)
     return re.sub(r"[^A-Za-z0-9._-]", "_", text).rstrip("_")
 
@@ -108,7 +108,7 @@ class BoincClient:
         env: dict[str, str] | None = None,
         info_fetch: bool = False,
     ) -> None:
-        """Run the client with protocol §7's flags (``args`` e.g. --attach_project URL KEY).
+        """Run the client with the flags docs/protocol.md gives (``args`` e.g. --attach_project URL KEY).
 
         --fetch_minimal_work makes the client ask for work only once; a test that needs a
         second job after the first turns it off. ``ncpus`` limits the CPUs it uses; ``env``

@@ -33,7 +33,7 @@ def test_app_error_is_a_client_error_and_the_workunit_gets_a_replacement(boinc_c
         what="the task to fail",
         client=client,
     )
-    # After an unrecoverable error the client defers its next RPC by minutes (pitfall 2).
+    # After an unrecoverable error the client defers its next RPC by minutes.
     client.update(e2e.master_url)
     client.wait_exit(timeout=15)
 
