@@ -1,8 +1,7 @@
 """Per-app credit options: the CreditNew design by default, BOINC's later choices on request.
 
-BOINC's code departed from the CreditNew document. Each
-departure that fixes a real problem is an option here; the defaults are the design's
-(docs/credit.md).
+BOINC's code departed from the CreditNew design. Each departure that fixes a real problem is
+an option here; the defaults are the design's (docs/credit.md).
 """
 
 from __future__ import annotations
