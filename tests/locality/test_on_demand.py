@@ -220,13 +220,10 @@ def test_generate_task_runs_the_service(on_demand, now):
 
 
 @pytest.fixture
-def eager_celery():
-    from boincproj.celery import app as celery_app
-
-    previous = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = previous
+def eager_celery(settings):
+    # Through the settings, which Celery reads at each task: a value set on the app's conf
+    # would stay there and hide the settings from every later test in the process.
+    settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
 @transactional

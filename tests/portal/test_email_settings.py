@@ -14,7 +14,8 @@ def email_setting(name: str, **env: str) -> subprocess.CompletedProcess[str]:
     code = f"from django.conf import settings; print(settings.{name})"
     clean = {k: v for k, v in os.environ.items() if not k.startswith("EMAIL_")}
     return subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        # Reading the setting loads the settings module alone, without django.setup()'s apps.
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env={**clean, "DJANGO_SETTINGS_MODULE": "boincproj.settings", **env},
         capture_output=True,
