@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet, Value
+from django.db.models.functions import Exp
 
-from apps.credit.domain.rac import decay_rac
+from apps.credit.domain.rac import CREDIT_HALF_LIFE
 from apps.credit.models import TeamAppCredit, UserAppCredit
 from apps.hosts.models import Host
 from apps.projects.models import Project
@@ -37,23 +39,37 @@ def credit_update_stats(*, project: Project, now: datetime, batch: int = 1000) -
 
 
 def _decay_all(rows: QuerySet[Any], avg_field: str, now: float, batch: int) -> int:
-    """Decay ``avg_field`` (and its ``expavg_time``) of ``rows``, ``batch`` rows a transaction."""
-    last_id, count = 0, 0
-    while True:
+    """Decay ``avg_field`` (and its ``expavg_time``) of ``rows`` to ``now`` as decay_rac does,
+    ``batch`` rows a transaction, by one UPDATE each computing the decay in the database.
+
+    Only rows with an average to decay are read: at a large project's size most rows never
+    earned credit or are idle at 0, and reading every row cost minutes. A row updated after
+    ``now`` (a grant since the pass took its time) keeps its newer figure, as decay_rac
+    leaves it. The chunk's rows are locked in id order first, the order validators lock
+    them in, so the two never deadlock; the UPDATE re-reads a row a grant committed meanwhile.
+    """
+    model = rows.model
+    pending = list(
+        rows.filter(expavg_time__gt=0, expavg_time__lte=now, **{f"{avg_field}__gt": 0})
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    # decay_rac's factor exp(-(now - t) * ln2 / half_life), as one expression on the row.
+    factor = Exp((Value(now) - F("expavg_time")) * Value(-math.log(2) / CREDIT_HALF_LIFE))
+    count = 0
+    for start in range(0, len(pending), batch):
+        chunk = pending[start : start + batch]
         with transaction.atomic():
-            chunk = list(
-                rows.select_for_update(of=("self",))
-                .filter(id__gt=last_id, expavg_time__gt=0)
-                .order_by("id")[:batch]
+            locked = list(
+                model.objects.select_for_update(no_key=True)
+                .filter(id__in=chunk, expavg_time__lte=now)
+                .order_by("id")
+                .values_list("id", flat=True)
             )
-            for row in chunk:
-                avg, row.expavg_time = decay_rac(getattr(row, avg_field), row.expavg_time, now)
-                setattr(row, avg_field, avg)
-            rows.model.objects.bulk_update(chunk, [avg_field, "expavg_time"])
-        count += len(chunk)
-        if len(chunk) < batch:
-            return count
-        last_id = chunk[-1].id
+            count += model.objects.filter(id__in=locked, expavg_time__lte=now).update(
+                **{avg_field: F(avg_field) * factor, "expavg_time": now}
+            )
+    return count
 
 
 def _history_all(project: Project, now: datetime, batch: int) -> int:
