@@ -78,6 +78,28 @@ def test_credit_per_app_decays_with_the_users_and_teams(account, team, now):
     assert TeamAppCredit.objects.get().expavg == pytest.approx(5.0)
 
 
+def test_an_owner_whose_total_is_on_its_last_row_gets_no_new_row(account, team, now):
+    yesterday = now.date() - timedelta(days=1)
+    CreditHistory.objects.create(project=account.project, account=account, day=yesterday, total_credit=100.0)
+    CreditHistory.objects.create(project=team.project, team=team, day=yesterday, total_credit=300.0)
+
+    assert credit_update_stats(project=account.project, now=now).message.endswith(" 0 history rows")
+
+    assert not CreditHistory.objects.filter(day=now.date()).exists()
+
+
+def test_an_owner_whose_total_changed_without_a_grant_gets_the_days_row(account, now):
+    yesterday = now.date() - timedelta(days=1)
+    CreditHistory.objects.create(project=account.project, account=account, day=yesterday, total_credit=80.0)
+
+    credit_update_stats(project=account.project, now=now)
+
+    assert list(CreditHistory.objects.filter(account=account).values_list("day", "total_credit")) == [
+        (yesterday, 80.0),
+        (now.date(), 100.0),
+    ]
+
+
 def test_an_average_updated_after_the_pass_began_is_left_alone(account, now):
     later = (now + timedelta(minutes=5)).timestamp()
     Account.objects.filter(pk=account.pk).update(expavg_credit=12.0, expavg_time=later)

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, QuerySet, Value
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Exp
 
 from apps.credit.domain.rac import CREDIT_HALF_LIFE
@@ -17,11 +17,14 @@ from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.volunteers.models import Account, CreditHistory, Team
 
+# Its DaemonRun name: the credit chart reads the day of its last pass.
+UPDATE_STATS_DAEMON = "update_stats"
+
 
 def credit_update_stats(*, project: Project, now: datetime, batch: int = 1000) -> DaemonPass:
     """BOINC's update_stats: decay the recent average credit of hosts, users and teams (and
     of users' and teams' credit per app) to ``now`` (no new work), and write the day's credit
-    history of users and teams.
+    history of the users and teams whose total is not already their last history row's.
 
     Each chunk of ``batch`` rows is its own transaction with its rows locked, so a
     validator granting credit meanwhile is neither lost nor decayed twice. Every row is
@@ -73,7 +76,13 @@ def _decay_all(rows: QuerySet[Any], avg_field: str, now: float, batch: int) -> i
 
 
 def _history_all(project: Project, now: datetime, batch: int) -> int:
-    """The day's CreditHistory row of every user and team with credit, from their totals.
+    """The day's CreditHistory row of each user and team with credit whose total differs
+    from their last row's (or who have none yet), from their totals.
+
+    A grant writes the day's row itself (apps.credit.services.ledger), so the others'
+    totals are already on record: the credit chart carries a total forward over the days
+    with no row (apps.portal.volunteer_selectors.credit_history). Writing every owner's row
+    every day cost most of the pass and a year of those rows hundreds of millions.
 
     Each chunk of owners is read with SELECT ... FOR UPDATE in the transaction that writes
     their rows, in id order as the validator locks them (apps.credit.services; users and
@@ -85,14 +94,30 @@ def _history_all(project: Project, now: datetime, batch: int) -> int:
     day = now.date()
     count = 0
     for owner_field, model in (("account", Account), ("team", Team)):
-        last_id = 0
-        while True:
+        last = (
+            CreditHistory.objects.filter(**{owner_field: OuterRef("pk")})
+            .order_by("-day")
+            .values("total_credit")[:1]
+        )
+        stale = list(
+            model.objects.filter(project=project, total_credit__gt=0)
+            .alias(last_total=Subquery(last))
+            .filter(
+                Q(last_total__isnull=True)
+                | Q(last_total__lt=F("total_credit"))
+                | Q(last_total__gt=F("total_credit"))
+            )
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        for start in range(0, len(stale), batch):
+            ids = stale[start : start + batch]
             with transaction.atomic():
                 chunk: list[Any] = list(  # accounts or teams: mypy joins the two to Model
                     model.objects.select_for_update()
-                    .filter(project=project, id__gt=last_id, total_credit__gt=0)
+                    .filter(id__in=ids)
                     .only("id", "total_credit", "expavg_credit")
-                    .order_by("id")[:batch]
+                    .order_by("id")
                 )
                 CreditHistory.objects.bulk_create(
                     [
@@ -110,7 +135,4 @@ def _history_all(project: Project, now: datetime, batch: int) -> int:
                     update_fields=["total_credit", "expavg_credit"],
                 )
             count += len(chunk)
-            if len(chunk) < batch:
-                break
-            last_id = chunk[-1].id
     return count
