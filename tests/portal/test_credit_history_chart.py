@@ -11,7 +11,7 @@ from apps.credit.services import UPDATE_STATS_DAEMON, credit_update_stats
 from apps.portal.charts import credit_chart_html
 from apps.portal.volunteer_selectors import credit_history
 from apps.projects.services import DaemonPass, daemon_run_record
-from apps.volunteers.models import CreditHistory
+from apps.volunteers.models import Account, CreditHistory
 from tests.factories import AccountFactory, ProjectFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
@@ -30,11 +30,18 @@ def _pass(project, day: date) -> None:
     daemon_run_record(project=project, daemon=UPDATE_STATS_DAEMON, started=now, duration=1.0, outcome=outcome)
 
 
-def test_days_without_a_row_hold_the_previous_total_up_to_the_last_pass():
-    account = AccountFactory(total_credit=150.0)
-    for day, total in ((_day(0), 100.0), (_day(2), 150.0)):  # the ledger's rows of two grants
-        CreditHistory.objects.create(project=account.project, account=account, day=day, total_credit=total)
-    for n in range(1, 5):
+def _grant(account, day: date, total: float) -> None:
+    """What a grant leaves: the new total and the ledger's row of the day."""
+    Account.objects.filter(pk=account.pk).update(total_credit=total)
+    CreditHistory.objects.create(project=account.project, account=account, day=day, total_credit=total)
+
+
+def test_the_chart_after_nightly_passes_holds_every_days_total():
+    account = AccountFactory()
+    _grant(account, _day(0), 100.0)
+    _pass(account.project, _day(1))
+    _grant(account, _day(2), 150.0)
+    for n in range(2, 5):
         _pass(account.project, _day(n))
 
     assert credit_history(account=account) == [
