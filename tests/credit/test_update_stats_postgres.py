@@ -10,6 +10,7 @@ averages to decay keeps its figures: it is newer than the decay.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -26,6 +27,26 @@ pytestmark = [
     pytest.mark.postgres,
     pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite runs one writer at a time"),
 ]
+
+
+def _update_stats_pausing(
+    project, now, marker: str, *, reached: threading.Event, go_on: threading.Event
+) -> Callable[[], None]:
+    """update_stats, stopping right after its first statement containing ``marker`` until
+    ``go_on`` is set (``reached`` tells it got there)."""
+
+    def pause(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if not reached.is_set() and marker in sql:
+            reached.set()
+            assert go_on.wait(20), "the test never let update_stats go on"
+        return result
+
+    def update_stats() -> None:
+        with connection.execute_wrapper(pause):
+            credit_update_stats(project=project, now=now)
+
+    return update_stats
 
 
 @pytest.mark.parametrize("earlier_grant_today", [True, False], ids=["history-row-exists", "first-of-day"])
@@ -47,16 +68,9 @@ def test_a_grant_during_update_stats_leaves_the_days_history_equal_to_the_users_
     workunit = credit_workunit(app, canonical_granted_credit=50.0)
     owners_read, go_on, granted, release = (threading.Event() for _ in range(4))
 
-    def pause_after_reading_the_users(execute, sql, params, many, context):
-        result = execute(sql, params, many, context)
-        if not owners_read.is_set() and '"volunteers_account"."total_credit" >' in sql:
-            owners_read.set()
-            assert go_on.wait(20), "the test never let update_stats go on"
-        return result
-
-    def update_stats() -> None:
-        with connection.execute_wrapper(pause_after_reading_the_users):
-            credit_update_stats(project=project, now=now)
+    update_stats = _update_stats_pausing(
+        project, now, '"volunteers_account"."total_credit" >', reached=owners_read, go_on=go_on
+    )
 
     def grant() -> None:
         with transaction.atomic():
@@ -91,16 +105,9 @@ def test_an_average_a_grant_updates_during_the_decay_keeps_the_grants_figures(no
     workunit = credit_workunit(app, canonical_granted_credit=50.0)
     averages_read, go_on = threading.Event(), threading.Event()
 
-    def pause_after_reading_the_averages(execute, sql, params, many, context):
-        result = execute(sql, params, many, context)
-        if not averages_read.is_set() and '"volunteers_account"."expavg_credit" >' in sql:
-            averages_read.set()
-            assert go_on.wait(20), "the test never let update_stats go on"
-        return result
-
-    def update_stats() -> None:
-        with connection.execute_wrapper(pause_after_reading_the_averages):
-            credit_update_stats(project=project, now=now)
+    update_stats = _update_stats_pausing(
+        project, now, '"volunteers_account"."expavg_credit" >', reached=averages_read, go_on=go_on
+    )
 
     stats, stats_errors = in_thread(update_stats)
     assert averages_read.wait(20), "update_stats never read the averages"
