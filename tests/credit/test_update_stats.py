@@ -117,3 +117,13 @@ def test_a_hosts_average_halves_in_a_week(account, now):
 
     host.refresh_from_db()
     assert (host.expavg_credit, host.expavg_time) == (pytest.approx(4.0), now.timestamp())
+
+
+def test_an_average_at_boincs_floor_is_left_as_it_is(account, now):
+    week_ago = (now - timedelta(days=7)).timestamp()
+    host = HostFactory(account=account, expavg_credit=0.1, expavg_time=week_ago)
+
+    credit_update_stats(project=account.project, now=now)
+
+    host.refresh_from_db()
+    assert (host.expavg_credit, host.expavg_time) == (0.1, week_ago)

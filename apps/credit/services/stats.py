@@ -19,6 +19,10 @@ from apps.volunteers.models import Account, CreditHistory, Team
 
 # Its DaemonRun name: the credit chart reads the day of its last pass.
 UPDATE_STATS_DAEMON = "update_stats"
+# Hosts', users' and teams' averages at or below this are left as they are, as BOINC's
+# update_stats leaves them: a recent average only tends to 0, so without a floor every
+# host that ever earned credit would be rewritten every day, decades after it left.
+DECAY_FLOOR = 0.1
 
 
 def credit_update_stats(*, project: Project, now: datetime, batch: int = 1000) -> DaemonPass:
@@ -34,26 +38,27 @@ def credit_update_stats(*, project: Project, now: datetime, batch: int = 1000) -
     now_unix = now.timestamp()
     rows = 0
     for model in (Host, Account, Team):
-        rows += _decay_all(model.objects.filter(project=project), "expavg_credit", now_unix, batch)
+        owned = model.objects.filter(project=project)
+        rows += _decay_all(owned, "expavg_credit", now_unix, batch, floor=DECAY_FLOOR)
     rows += _decay_all(UserAppCredit.objects.filter(account__project=project), "expavg", now_unix, batch)
     rows += _decay_all(TeamAppCredit.objects.filter(team__project=project), "expavg", now_unix, batch)
     history = _history_all(project, now, batch)
     return DaemonPass(items=rows + history, message=f"{rows} decayed, {history} history rows")
 
 
-def _decay_all(rows: QuerySet[Any], avg_field: str, now: float, batch: int) -> int:
+def _decay_all(rows: QuerySet[Any], avg_field: str, now: float, batch: int, *, floor: float = 0.0) -> int:
     """Decay ``avg_field`` (and its ``expavg_time``) of ``rows`` to ``now`` as decay_rac does,
     ``batch`` rows a transaction, by one UPDATE each computing the decay in the database.
 
-    Only rows with an average to decay are read: at a large project's size most rows never
-    earned credit or are idle at 0, and reading every row cost minutes. A row updated after
+    Only rows with an average above ``floor`` are read: at a large project's size most rows
+    never earned credit or are idle, and reading every row cost minutes. A row updated after
     ``now`` (a grant since the pass took its time) keeps its newer figure, as decay_rac
     leaves it. The chunk's rows are locked in id order first, the order validators lock
     them in, so the two never deadlock; the UPDATE re-reads a row a grant committed meanwhile.
     """
     model = rows.model
     pending = list(
-        rows.filter(expavg_time__gt=0, expavg_time__lte=now, **{f"{avg_field}__gt": 0})
+        rows.filter(expavg_time__gt=0, expavg_time__lte=now, **{f"{avg_field}__gt": floor})
         .order_by("id")
         .values_list("id", flat=True)
     )
