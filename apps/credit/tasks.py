@@ -15,7 +15,7 @@ from celery import shared_task
 from apps.core import clock
 from apps.credit.cross_project_services import DAEMON as CROSS_PROJECT_DAEMON
 from apps.credit.cross_project_services import cross_project_normalize, cross_project_pass_locked
-from apps.credit.services import credit_normalize_project, credit_update_stats
+from apps.credit.services import UPDATE_STATS_DAEMON, credit_normalize_project, credit_update_stats
 from apps.projects.services import daemon_pass_run, daemon_run_for_projects
 from boincproj.celery import beat_expires
 
@@ -39,7 +39,7 @@ def normalize_task() -> dict[str, int]:
 )
 def update_stats_task() -> dict[str, int]:
     outcome = daemon_run_for_projects(
-        daemon="update_stats", run=lambda p: credit_update_stats(project=p, now=clock.now())
+        daemon=UPDATE_STATS_DAEMON, run=lambda p: credit_update_stats(project=p, now=clock.now())
     )
     logger.info("update_stats: %d rows, %d errors", outcome.items, outcome.errors)
     return {"items": outcome.items, "errors": outcome.errors}

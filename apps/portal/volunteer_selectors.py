@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 from django.db.models import Avg, Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -11,8 +12,9 @@ from apps.applications.models import App, AppVersion
 from apps.credit.convert import max_jobs_per_day_init
 from apps.credit.domain.quota import initial_max_jobs_per_day
 from apps.credit.models import UserAppCredit
+from apps.credit.services import UPDATE_STATS_DAEMON
 from apps.hosts.models import Host, HostAppVersion
-from apps.projects.models import Project
+from apps.projects.models import DaemonRun, Project
 from apps.volunteers.models import Account, CreditHistory, Team
 from apps.work.domain.states import ValidateState
 from apps.work.models import Result
@@ -50,11 +52,35 @@ def top_teams(project: Project, order: str) -> QuerySet[Team]:
     )
 
 
-def credit_history(*, account: Account | None = None, team: Team | None = None) -> list[tuple]:
+def credit_history(*, account: Account | None = None, team: Team | None = None) -> list[tuple[date, float]]:
+    """The owner's total credit each day from its first day of credit.
+
+    A day's row is written when the total changes (a grant, or update_stats finding it
+    different from the last row), so a day with no row holds the previous row's total,
+    up to the day of the project's last update_stats pass: the chart of every day's total.
+    """
+    owner: Account | Team | None = account or team
+    if owner is None:
+        return []
     rows = (
         CreditHistory.objects.filter(account=account) if account else CreditHistory.objects.filter(team=team)
     )
-    return list(rows.order_by("day").values_list("day", "total_credit"))
+    points: list[tuple[date, float]] = list(rows.order_by("day").values_list("day", "total_credit"))
+    if not points:
+        return []
+    last_pass = (
+        DaemonRun.objects.filter(project_id=owner.project_id, daemon=UPDATE_STATS_DAEMON)
+        .order_by("-started")
+        .values_list("started", flat=True)
+        .first()
+    )
+    end = max(points[-1][0], last_pass.date()) if last_pass else points[-1][0]
+    ends = [day for day, _ in points[1:]] + [end + timedelta(days=1)]
+    return [
+        (day + timedelta(days=n), total)
+        for (day, total), until in zip(points, ends, strict=True)
+        for n in range((until - day).days)
+    ]
 
 
 def app_breakdown(account: Account) -> QuerySet[UserAppCredit]:

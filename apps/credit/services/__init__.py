@@ -23,9 +23,10 @@ from apps.credit.services.grant import (
     credit_grant_batch,
 )
 from apps.credit.services.outcomes import HostOutcome, host_app_versions_record_outcomes
-from apps.credit.services.stats import credit_update_stats
+from apps.credit.services.stats import UPDATE_STATS_DAEMON, credit_update_stats
 
 __all__ = [
+    "UPDATE_STATS_DAEMON",
     "CreditJob",
     "CreditWorkunit",
     "HostOutcome",
