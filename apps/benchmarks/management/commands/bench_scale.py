@@ -353,7 +353,23 @@ def measure(samples: int, sizes: dict[str, int]) -> dict[str, Any]:
             times.append(time.perf_counter() - t0)
             status = response.status_code
         rows.append({"group": group, "label": label, "url": url, "status": status, **_quantiles(times)})
-    return {"pages": rows, "peak_mb": _peak_mb()}
+    return {"pages": rows, "peak_mb": _peak_mb(), "server": _server_settings()}
+
+
+def _server_settings() -> str:
+    """The PostgreSQL settings that decide how much of the tables stays in memory."""
+    shown = []
+    with connection.cursor() as cursor:
+        for name in (
+            "server_version",
+            "shared_buffers",
+            "effective_cache_size",
+            "work_mem",
+            "random_page_cost",
+        ):
+            cursor.execute(f"SHOW {name}")
+            shown.append(f"{name} {cursor.fetchone()[0]}")
+    return ", ".join(shown)
 
 
 def _quantiles(times: list[float]) -> dict[str, float]:
@@ -607,6 +623,7 @@ class Command(BaseCommand):
                 f"{shape}; schema from {built['schema']}; built in {built['seconds']:.1f} s, {built['database_mb']:.0f} MB"
             )
             out("  build steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in built["steps"].items()))
+        out(f"PostgreSQL: {measured['server']}")
         out(
             f"{'page':<44} {'status':>6} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8}   ({samples} requests each)"
         )
