@@ -63,14 +63,14 @@ DEFAULT_SCHEDULE: tuple[ScheduleEntry, ...] = (
     ScheduleEntry("assimilator", "work.assimilate", 15, "Hand canonical outputs to the project's hook."),
     ScheduleEntry("file_deleter", "work.file_delete", 60, "Delete files of finished workunits."),
     ScheduleEntry("db_purge", "work.purge", 3600, "Archive then delete old finished rows."),
-    ScheduleEntry("feeder", "credit.normalize", 600, "Seed 003: recompute pfc_scale and min_avg_pfc."),
-    ScheduleEntry("sequence_deadlines", "work.sequence_deadlines", 300, "Seed 001: relocate late sequences."),
+    ScheduleEntry("feeder", "credit.normalize", 600, "Normalize: recompute pfc_scale and min_avg_pfc."),
+    ScheduleEntry("sequence_deadlines", "work.sequence_deadlines", 300, "Relocate late work sequences."),
     ScheduleEntry("batches", "submit.batches", 60, "Batch progress; expire batches; delete retired outputs."),
-    ScheduleEntry("working_set", "locality.working_set", 60, "Seed 004: maintain the locality working set."),
+    ScheduleEntry("working_set", "locality.working_set", 60, "Maintain the locality working set."),
     ScheduleEntry(
         "update_stats", "credit.update_stats", 86400, "Decay recent average credit; daily history."
     ),
-    ScheduleEntry("cross_project", "credit.cross_project", 86400, "Seed 003: per-plan-class scale factors."),
+    ScheduleEntry("cross_project", "credit.cross_project", 86400, "Cross-project scale per plan class."),
     ScheduleEntry("db_dump", "portal.stats_export", 86400, "Write the stats export files."),
     ScheduleEntry(
         "trickle_sweep", "trickles.sweep", 300, "Queue again trickle-ups whose handling task was lost."

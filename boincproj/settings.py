@@ -277,7 +277,7 @@ COBBLESTONE_BASE_URL = env("COBBLESTONE_BASE_URL", "http://127.0.0.1:8000").rstr
 COBBLESTONE_MAX_REQUEST_BYTES = env_int("COBBLESTONE_MAX_REQUEST_BYTES", 2 * 1024 * 1024)
 # Seconds past the delay bound before a result is timed out (BOINC's report_grace_period).
 COBBLESTONE_REPORT_GRACE_PERIOD = env_int("COBBLESTONE_REPORT_GRACE_PERIOD", 3600)
-# Relocations of a work sequence before it is put in ERROR (seed 001 relocation).
+# Relocations of a work sequence before it is put in ERROR (docs/sequences.md).
 COBBLESTONE_SEQUENCE_MAX_RELOCATIONS = env_int("COBBLESTONE_SEQUENCE_MAX_RELOCATIONS", 10)
 # Rows handled per daemon pass.
 COBBLESTONE_DAEMON_BATCH = env_int("COBBLESTONE_DAEMON_BATCH", 1000)

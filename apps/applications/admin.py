@@ -111,7 +111,7 @@ class AppAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Credit (seed 003)",
+            "Credit (CreditNew)",
             {
                 "fields": [
                     "min_avg_pfc",
@@ -148,7 +148,7 @@ class AppAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Work sequences (seed 001)",
+            "Work sequences",
             {
                 "fields": ["max_sequence_job_fraction", "sequence_redundancy", "sequence_hook"],
                 "description": "A project that mixes sequence and non-sequence work starves the non-sequence work "

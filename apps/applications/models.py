@@ -21,12 +21,12 @@ PROC_TYPE_CHOICES = [(p.value, p.value) for p in ProcType]
 
 
 class CreditPolicyChoices(models.TextChoices):
-    SEED = "seed", "Seed 003 (design document)"
+    SEED = "seed", "CreditNew as designed"
     BOINC = "boinc", "BOINC's later code"
 
 
 class App(models.Model):
-    """An application (BOINC's app table) with its job defaults and seed-003 credit fields."""
+    """An application (BOINC's app table) with its job defaults and CreditNew's credit fields."""
 
     class Validator(models.TextChoices):
         BITWISE = "bitwise", "Bitwise: outputs must be identical"
@@ -62,10 +62,10 @@ class App(models.Model):
         ),
     )
 
-    # Seed 003 app fields.
+    # CreditNew's app fields (docs/credit.md).
     min_avg_pfc = models.FloatField(default=0, help_text="0 = not defined yet (set by the feeder)")
     host_scale_check = models.BooleanField(
-        default=False, help_text="Scale probation against cherry picking (seed 003; default off)."
+        default=False, help_text="Scale probation against cherry picking (default off)."
     )
     max_jobs_in_progress = models.PositiveIntegerField(default=0, help_text="CPU jobs per host; 0 = no limit")
     max_gpu_jobs_in_progress = models.PositiveIntegerField(
@@ -74,24 +74,24 @@ class App(models.Model):
     max_jobs_per_rpc = models.PositiveIntegerField(default=0, help_text="0 = project default")
     max_jobs_per_day_init = models.PositiveIntegerField(default=0, help_text="0 = project daily_result_quota")
 
-    # Where BOINC's later code chose differently from seed 003.
+    # Where BOINC's later code chose differently from CreditNew's design.
     granted_credit_policy = models.CharField(
         max_length=10,
         choices=CreditPolicyChoices.choices,
         default=CreditPolicyChoices.SEED,
-        help_text="Seed: mean of non-approximate claims. BOINC: average pegged to the workunit estimate.",
+        help_text="As designed: mean of non-approximate claims. BOINC: average pegged to the workunit estimate.",
     )
     probation_policy = models.CharField(
         max_length=10,
         choices=CreditPolicyChoices.choices,
         default=CreditPolicyChoices.SEED,
-        help_text="Seed: host_scale_time. BOINC: 10 consecutive valid results before host scaling.",
+        help_text="As designed: host_scale_time. BOINC: 10 consecutive valid results before host scaling.",
     )
     normalization_policy = models.CharField(
         max_length=10,
         choices=CreditPolicyChoices.choices,
         default=CreditPolicyChoices.SEED,
-        help_text="Seed: cross-version rule of the document. BOINC: update_av_scales (GPU-only × 0.1).",
+        help_text="As designed: CreditNew's cross-version rule. BOINC: update_av_scales (GPU-only × 0.1).",
     )
     runtime_outlier_check = models.BooleanField(
         default=False, help_text="BOINC: treat p_fpops of exactly 1e9 as a failed benchmark (4.3e9 used)."
@@ -152,12 +152,12 @@ class App(models.Model):
         ),
     )
 
-    # Work sequences (seed 001).
+    # Work sequences (docs/sequences.md).
     max_sequence_job_fraction = models.FloatField(
         default=1.0,
         validators=[MinValueValidator(0)],
         help_text=(
-            "Sequence work starves other work on hosts that hold a sequence (seed 001). "
+            "Sequence work starves other work on hosts that hold a sequence. "
             "This bounds the fraction of a host's jobs in progress that may be sequence jobs."
         ),
     )
@@ -354,7 +354,7 @@ class AppVersion(models.Model):
     multi_thread = models.BooleanField(default=False)
     gpu_usage = models.FloatField(default=0, validators=[MinValueValidator(0)])
 
-    # Seed 003: average PFC/fpops_est of validated jobs, cross-version scale, recent credit.
+    # CreditNew: average PFC/fpops_est of validated jobs, cross-version scale, recent credit.
     locals().update(average_columns("pfc"))
     pfc_n: float  # the columns above, named for the type checker
     pfc_avg: float

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+import statistics
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -375,15 +376,6 @@ def run_bce(
     return read_usage(outputs / "usage.dat", scenario)
 
 
-def mean_usage(runs: list[DailyUsage]) -> DailyUsage:
-    """The day-by-day mean of several runs of one scenario (with different random seeds)."""
-    seconds: dict[tuple[int, str, ProcType], float] = {}
-    for run in runs:
-        for key, value in run.seconds.items():
-            seconds[key] = seconds.get(key, 0.0) + value / len(runs)
-    return DailyUsage(runs[0].ninstances, seconds)
-
-
 def report_usage(report: SimulationReport, scenario: Scenario) -> DailyUsage:
     """An emulator run's usage, day by day, in the form BCE's is read."""
     seconds = {
@@ -482,52 +474,69 @@ def comparison_windows(scenario: Scenario, year_days: int) -> list[Window]:
 
 @dataclass(frozen=True, slots=True)
 class ShareRow:
+    """One share over one window: the mean over the runs of each side, and its spread (the
+    runs' standard deviation, zero for a single run)."""
+
     window: Window
     project: str
     proc: ProcType
     bce: float
     rec: float
+    bce_spread: float = 0.0
+    rec_spread: float = 0.0
 
     @property
     def difference(self) -> float:
         return self.rec - self.bce
 
 
+def _mean_and_spread(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def compare(
     scenario: Scenario,
-    bce_usage: DailyUsage,
-    rec_usage: DailyUsage,
+    bce_runs: list[DailyUsage],
+    rec_runs: list[DailyUsage],
     year_days: int,
 ) -> list[ShareRow]:
-    """Per-window, per-project, per-resource shares of BCE and the ``rec`` policy."""
+    """Per-window, per-project, per-resource shares of BCE and the ``rec`` policy: the mean
+    over each side's runs (one per random seed) and their spread."""
     rows = []
     procs = [r.proc_type for r in scenario.host.resources]
     for window in comparison_windows(scenario, year_days):
         for project in scenario.projects:
             for proc in procs:
-                rows.append(
-                    ShareRow(
-                        window,
-                        project.name,
-                        proc,
-                        bce_usage.share(project.name, proc, window.first, window.last),
-                        rec_usage.share(project.name, proc, window.first, window.last),
-                    )
+                bce, bce_spread = _mean_and_spread(
+                    [run.share(project.name, proc, window.first, window.last) for run in bce_runs]
                 )
+                rec, rec_spread = _mean_and_spread(
+                    [run.share(project.name, proc, window.first, window.last) for run in rec_runs]
+                )
+                rows.append(ShareRow(window, project.name, proc, bce, rec, bce_spread, rec_spread))
     return rows
 
 
 def format_rows(rows: list[ShareRow]) -> str:
-    """The side-by-side table: shares in percent of the resource, and rec minus BCE in points."""
+    """The side-by-side table: shares in percent of the resource (with the spread over seeds
+    when there are several runs), and rec minus BCE in points."""
+    spread = any(r.bce_spread or r.rec_spread for r in rows)
+    width = 14 if spread else 7
     header = (
-        f"{'window':<22} {'days':>9} {'project':<8} {'resource':<8} {'BCE %':>7} {'rec %':>7} {'diff':>7}"
+        f"{'window':<22} {'days':>9} {'project':<8} {'resource':<8} {'BCE %':>{width}} {'rec %':>{width}} "
+        f"{'diff':>7}"
     )
     lines = [header, "-" * len(header)]
+
+    def pct(mean: float, sd: float) -> str:
+        return f"{mean * 100:6.1f} ±{sd * 100:5.1f}" if spread else f"{mean * 100:7.1f}"
+
     for row in rows:
         w = row.window
         lines.append(
             f"{w.label:<22} {f'{w.first}-{w.last}':>9} {row.project:<8} {row.proc.value:<8} "
-            f"{row.bce * 100:7.1f} {row.rec * 100:7.1f} {row.difference * 100:+7.1f}"
+            f"{pct(row.bce, row.bce_spread):>{width}} {pct(row.rec, row.rec_spread):>{width}} "
+            f"{row.difference * 100:+7.1f}"
         )
     worst = max((abs(r.difference) for r in rows), default=0.0)
     lines.append(f"largest difference: {worst * 100:.1f} points")

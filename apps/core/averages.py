@@ -1,4 +1,4 @@
-"""Store the seed-003 averages (apps.core.domain.average) in model columns.
+"""Store CreditNew's running averages (apps.core.domain.average) in model columns.
 
 A model declares the columns once per statistic (``pfc_n``, ``pfc_avg``; the
 variance kind adds ``_var`` and ``_q``) and an ``AverageColumns`` descriptor that

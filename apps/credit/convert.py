@@ -36,7 +36,7 @@ def _rule(choice: str) -> Rule:
 
 
 def credit_policy(app: App, project: Project | None = None) -> CreditPolicy:
-    """The app's credit options (the seed's rules by default, BOINC's where chosen) and its
+    """The app's credit options (the design's rules by default, BOINC's where chosen) and its
     project's cheat bounds. ``project`` is the app's, when the caller holds it already."""
     project = project or app.project
     return CreditPolicy(
@@ -55,7 +55,7 @@ def credit_policy(app: App, project: Project | None = None) -> CreditPolicy:
 
 
 def max_jobs_per_day_init(app: App, project: Project) -> int:
-    """The app's initial daily quota per device, else the project's (seed 003)."""
+    """The app's initial daily quota per device, else the project's (docs/credit.md)."""
     return app.max_jobs_per_day_init or project.daily_result_quota
 
 

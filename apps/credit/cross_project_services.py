@@ -1,9 +1,9 @@
-"""Cross-project version normalization (seed 003): collect, aggregate, apply.
+"""Cross-project version normalization (docs/credit.md): collect, aggregate, apply.
 
-Seed 003: an app with only GPU versions has no CPU version to compare with, so its versions
-are scaled by S(V), "the average scaling factor for that resource type among projects that
-have both CPU and GPU versions", collected from several projects and averaged per plan class
-"weighted by RAC". BOINC never built it. Here the portal is the central
+In CreditNew's design an app with only GPU versions has no CPU version to compare with, so its
+versions are scaled by S(V), the average scaling factor for that resource type among projects
+that have both CPU and GPU versions, collected from several projects and averaged per plan
+class weighted by recent average credit. BOINC never built it. Here the portal is the central
 server for its own projects and for any external exports configured as ScaleSource rows.
 """
 
@@ -159,7 +159,7 @@ def plan_class_scales_store(
 def cross_project_normalize(
     *, now: datetime, fetch: Fetch = fetch_export, external: bool = True
 ) -> CrossProjectOutcome:
-    """The central server's pass, then the seed's "script" for this portal's GPU-only apps.
+    """The central server's pass, then the design's per-project step for this portal's GPU-only apps.
 
     1. Collect the rows of every project of the portal (from the database) and of each
        enabled ScaleSource (``external``), recording each source's fetch.

@@ -1,4 +1,4 @@
-"""Per-app credit of users and teams, and cross-project normalization data (seed 003)."""
+"""Per-app credit of users and teams, and cross-project normalization data (docs/credit.md)."""
 
 from __future__ import annotations
 

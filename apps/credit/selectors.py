@@ -65,7 +65,7 @@ def app_version_scales_local() -> tuple[AppVersionScale, ...]:
 
 
 def gpu_only_app_ids(*, project_ids: Iterable[int]) -> list[int]:
-    """Apps whose current versions all use a GPU: the ones seed 003 gives S(V)."""
+    """Apps whose current versions all use a GPU: the ones cross-project normalization gives S(V)."""
     kinds: dict[int, list[bool]] = {}
     rows = (
         _current_versions().filter(app__project_id__in=list(project_ids)).values_list("app_id", "proc_type")

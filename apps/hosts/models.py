@@ -128,10 +128,10 @@ class HostCoproc(models.Model):
 
 
 class HostAppVersion(models.Model):
-    """Seed 003's host_app_version: per (host, app version) statistics and punishment.
+    """CreditNew's host_app_version: per (host, app version) statistics and punishment.
 
     Anonymous-platform jobs have no AppVersion row; their record is keyed by
-    (host, app, resource type), the seed's -2/-3/-4 codes.
+    (host, app, resource type), BOINC's -2/-3/-4 codes.
     """
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="app_versions")
@@ -172,7 +172,7 @@ class HostAppVersion(models.Model):
         default=0, help_text="Unix time before which host scaling is not used"
     )
     scale_probation = models.BooleanField(default=True)
-    error_rate = models.FloatField(default=0.1, help_text="Initial 0.1: replicate for a while (seed 003)")
+    error_rate = models.FloatField(default=0.1, help_text="Initial 0.1: replicate for a while")
     max_jobs_per_day = models.IntegerField(default=0, help_text="0 = initialise from the app/project quota")
     n_jobs_today = models.PositiveIntegerField(default=0)
     consecutive_valid = models.PositiveIntegerField(default=0)
@@ -203,7 +203,7 @@ class HostAppVersion(models.Model):
 
     @property
     def app_version_code(self) -> int:
-        """The seed's app_version_id: the version's id, or -2/-3/-4... for anonymous platform."""
+        """BOINC's app_version_id: the version's id, or -2/-3/-4... for anonymous platform."""
         if self.app_version_id is not None:
             return self.app_version_id
         return ANONYMOUS_CODES[ProcType(self.anonymous_proc_type)]

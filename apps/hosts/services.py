@@ -8,7 +8,7 @@ from apps.hosts.models import Host, HostAppVersion
 
 
 def host_app_version_reset_probation(*, ids: list[int]) -> int:
-    """Admin action: lift scale probation so host scaling applies again (seed 003)."""
+    """Admin action: lift scale probation so host scaling applies again (docs/credit.md)."""
     with transaction.atomic():
         return HostAppVersion.objects.filter(id__in=ids).update(scale_probation=False, host_scale_time=0)
 

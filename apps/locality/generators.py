@@ -1,4 +1,4 @@
-"""On-demand work generators (seed 004): make workunits for a file when hosts holding it need work.
+"""On-demand work generators (docs/locality.md): make workunits for a file when hosts holding it need work.
 
 A project names its generator in ``Project.locality_work_generator`` (a dotted path).
 The ``locality.generate_work`` Celery task calls it, inside a transaction that holds the

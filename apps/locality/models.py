@@ -1,4 +1,4 @@
-"""Locality scheduling state (seed 004) as database rows instead of trigger files."""
+"""Locality scheduling state (docs/locality.md) as database rows instead of trigger files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 004's "need work for file X" signal: a NeedWork row, the need_work/X trigger, and after
+"""The "need work for file X" signal of locality scheduling: a NeedWork row, the need_work/X trigger, and after
 the commit the Celery task that runs the project's generator.
 
 Apart from services.py because it enqueues that task, and the task module imports services.py
@@ -22,7 +22,7 @@ STALE_SIGNAL = timedelta(minutes=2)
 
 
 def need_work_signal(*, file: LocalityFile, host: Host | None, now: datetime) -> bool:
-    """Seed 004's "need work for file X": one pending NeedWork row per file, the
+    """The "need work for file X" signal: one pending NeedWork row per file, the
     need_work/X trigger, and (after commit) the project's generator task.
 
     Returns False when a recent signal for the file is still pending (the generator is on

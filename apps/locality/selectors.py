@@ -17,7 +17,7 @@ from apps.projects.models import Project
 from apps.work.domain.states import ServerState
 from apps.work.models import Result
 
-# Hosts that contacted the scheduler this recently count as active (N in seed 004's N/M).
+# Hosts that contacted the scheduler this recently count as active (N in the working set's N/M files).
 ACTIVE_HOST_WINDOW = timedelta(days=1)
 
 
@@ -27,7 +27,7 @@ def locality_file_map(*, project: Project, names: Iterable[str]) -> dict[str, Lo
 
 def result_unsent_for_file(*, project: Project, file_name: str, after_id: int | None) -> QuerySet[Result]:
     """Unsent results of the file's workunits above ``after_id``, in increasing id order
-    (seed 004's per user/file invariant); the scheduler locks and slices it."""
+    (the design's per user/file invariant); the scheduler locks and slices it."""
     qs = Result.objects.filter(
         project=project, server_state=ServerState.UNSENT, workunit__locality_file_name=file_name
     )
@@ -112,7 +112,7 @@ def file_holder_counts(
 
 
 def project_target_nresults(*, project: Project) -> int:
-    """M in seed 004's N/M: the largest target_nresults of the project's apps."""
+    """M in the working set's N/M: the largest target_nresults of the project's apps."""
     value = App.objects.filter(project=project, deprecated=False).aggregate(m=Max("target_nresults"))["m"]
     return max(1, value or 1)
 

@@ -1,4 +1,4 @@
-"""Writes for locality scheduling (seed 004): files on hosts, no-work markers, on-demand work
+"""Writes for locality scheduling (docs/locality.md): files on hosts, no-work markers, on-demand work
 generation and the working-set manager.
 
 The scheduler calls the host-file and marker services inside its RPC transaction (each

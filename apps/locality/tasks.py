@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
     soft_time_limit=270,
 )
 def locality_working_set_task() -> int:
-    """Seed 004's working-set manager, one pass over every locality project."""
+    """The locality working-set manager, one pass over every locality project."""
     passes = working_sets_update(now=clock.now())
     for p in passes:
         logger.info(

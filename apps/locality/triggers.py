@@ -1,6 +1,6 @@
 """BOINC's locality trigger directories, for projects that keep their BOINC daemons.
 
-Seed 004 describes four directories under ``PROJECT/locality_scheduling/``:
+BOINC's design uses four directories under ``PROJECT/locality_scheduling/``:
 
 * ``need_work/X``: written by the scheduler, read (and removed) by a work generator;
 * ``no_work_available/X``: written by the generator, read by the scheduler (skip the wait);

@@ -116,7 +116,7 @@ class ProjectAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Locality scheduling (seed 004)",
+            "Locality scheduling",
             {
                 "fields": [
                     "locality_scheduling",
@@ -128,13 +128,13 @@ class ProjectAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Credit (seed 003)",
+            "Credit (CreditNew)",
             {
                 "fields": ["credit_by_app", "stats_export"],
             },
         ),
         (
-            "Credit cheat bounds (seed 003 'Cheat prevention')",
+            "Credit cheat bounds",
             {
                 "description": (
                     "What a host that inflates its elapsed time or benchmarks can gain. The "
@@ -151,7 +151,7 @@ class ProjectAdmin(admin.ModelAdmin):
                 ],
             },
         ),
-        ("Work sequences (seed 001)", {"fields": ["sequence_max_disagreements"]}),
+        ("Work sequences", {"fields": ["sequence_max_disagreements"]}),
         (
             "Keys",
             {

@@ -238,7 +238,7 @@ def server_status_get(*, project: Project, now: datetime) -> ServerStatus:
         hosts_with_credit=hosts["credit"],
         hosts_with_recent_credit=hosts["recent"],
         hosts_last_24h=hosts["new"],
-        # 200 credits a day is one GFLOPS sustained (seed 003's cobblestone scale).
+        # 200 credits a day is one GFLOPS sustained (BOINC's cobblestone scale).
         current_gflops=round((hosts["rac"] or 0.0) / 200.0, 2),
         apps=app_status_list(project=project, now=now, counts=counts),
         daemons=daemon_status_list(project=project, now=now),

@@ -63,7 +63,7 @@ def app_breakdown(account: Account) -> QuerySet[UserAppCredit]:
 
 @dataclass(frozen=True, slots=True)
 class VersionStats:
-    """One row of a host page: how an app version does on this host (seed 003 statistics)."""
+    """One row of a host page: how an app version does on this host (CreditNew's statistics)."""
 
     label: str
     jobs_valid: int

@@ -106,7 +106,7 @@ class Project(models.Model):
         help_text="GPUs of each type a host is counted as having, at most, for its job limits.",
     )
     daily_result_quota = models.PositiveIntegerField(
-        default=200, help_text="Initial max jobs per day per host_app_version (seed 003), per CPU/GPU."
+        default=200, help_text="Initial max jobs per day per host_app_version, per CPU/GPU."
     )
     report_grace_period = models.PositiveIntegerField(
         default=default_report_grace_period,
@@ -152,7 +152,7 @@ class Project(models.Model):
         ),
     )
 
-    # Locality scheduling (seed 004).
+    # Locality scheduling (docs/locality.md).
     locality_scheduling = models.BooleanField(default=False)
     locality_scheduling_sorted_order = models.BooleanField(
         default=False, help_text="Search files in increasing name order instead of random order."
@@ -176,32 +176,32 @@ class Project(models.Model):
         ),
     )
 
-    # Credit (seed 003); per-app options live on the app. The cheat bounds below hold a host
-    # that inflates its elapsed time or benchmarks to its own jobs (seed 003 "Cheat prevention").
+    # Credit (docs/credit.md); per-app options live on the app. The cheat bounds below hold a
+    # host that inflates its elapsed time or benchmarks to its own jobs.
     credit_by_app = models.BooleanField(default=True, help_text="Keep per-app credit for users and teams.")
     credit_version_sample_cap = models.FloatField(
         default=10,
         validators=[MinValueValidator(1)],
         help_text=(
             "A job's PFC sample is capped at this many times its app version's average before it "
-            "enters that average (seed 003's X, 'maybe 100'; BOINC's code uses 10)."
+            "enters that average (the design suggests 100; BOINC's code uses 10)."
         ),
     )
     credit_host_sample_cap = models.FloatField(
         default=10,
         validators=[MinValueValidator(1)],
-        help_text="The same cap for a host's own averages (seed 003: 'maybe 10 for hosts').",
+        help_text="The same cap for a host's own averages (the design suggests 10).",
     )
     credit_host_scale_max = models.FloatField(
         default=10,
         validators=[MinValueValidator(1)],
-        help_text="Host normalization never multiplies a claim by more than this (seed 003: 'say, 10').",
+        help_text="Host normalization never multiplies a claim by more than this (the design suggests 10).",
     )
     credit_version_median = models.BooleanField(
         default=True,
         help_text=(
             "Every 10 minutes, set each app version's PFC average to the sample-median of its "
-            "hosts' averages (seed 003's remedy), so that no single host can move it. Off: the "
+            "hosts' averages (the design's remedy), so that no single host can move it. Off: the "
             "plain running average, which one inflating host can raise for everyone."
         ),
     )
@@ -210,13 +210,13 @@ class Project(models.Model):
         validators=[MinValueValidator(0)],
         help_text=(
             "Before a host's own average can normalize its claims (its first jobs), a claim is "
-            "capped at this many times its app version's typical job; 0 = no cap. Not in seed 003 "
-            "or BOINC."
+            "capped at this many times its app version's typical job; 0 = no cap. Not in BOINC's "
+            "design or code."
         ),
     )
     stats_export = models.BooleanField(default=True, help_text="Write db_dump-style stats files daily.")
 
-    # Work sequences (seed 001).
+    # Work sequences (docs/sequences.md).
     sequence_max_disagreements = models.PositiveIntegerField(
         default=2,
         help_text=(

@@ -85,7 +85,7 @@ class FileInfoDesc:
     executable: bool = s_bool()
     sticky: bool = s_bool()
     sticky_lifetime: float | None = s_float(None, hi=1e10)
-    # Seed 004: large input files carry <sticky/> and <report_on_rpc/>; clients before 7.0
+    # Locality scheduling: large input files carry <sticky/> and <report_on_rpc/>; clients before 7.0
     # list in each request only the files so marked (7.x list every sticky file).
     report_on_rpc: bool = s_bool()
     no_delete: bool = s_bool()

@@ -3,7 +3,7 @@
 Field order is the order the client writes; ranges are the sane ranges the parser
 enforces (values outside them are refused, except request seconds, which are clamped to
 [0, 28 days] as BOINC's WORK_REQ does). ``SchedulerRequest.work_request`` derives the
-per-resource work request of seed 000 (see ``work_request``).
+per-resource work request (see ``work_request``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The per-app-version scale export of cross-project normalization (seed 003), XML and JSON.
+"""The per-app-version scale export of cross-project normalization, XML and JSON.
 
-Seed 003: "Projects will export the following data: for each app version app name,
-platform name, recent average granted credit, plan class, scale factor". Each row also
+CreditNew's design has each project export, for each app version, the app name, platform name,
+recent average granted credit, plan class and scale factor (docs/credit.md). Each row also
 says whether the version uses a GPU and which project it belongs to, so a collector can
 keep only apps that have both CPU and GPU versions. BOINC never defined a format, so the
 layout follows BOINC's other exports (server_status.php?xml=1)::

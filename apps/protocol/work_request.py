@@ -1,4 +1,4 @@
-"""The work a scheduler request asks for, per processing resource (seed 000, WORK_REQ)."""
+"""The work a scheduler request asks for, per processing resource (BOINC's WORK_REQ)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from apps.core.domain.resources import ProcType
 
 @dataclass(frozen=True, slots=True)
 class ResourceRequest:
-    """What the client asks of one processing resource (seed 000)."""
+    """What the client asks of one processing resource."""
 
     proc_type: ProcType
     req_secs: float

@@ -1,4 +1,4 @@
-"""The work-sequence admin (seed 001): the changelist with progress, the actions calling the
+"""The work-sequence admin: the changelist with progress, the actions calling the
 services, and the "Add work sequence" form (create_work --sequence for people who prefer a browser)."""
 
 from __future__ import annotations

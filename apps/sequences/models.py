@@ -1,4 +1,4 @@
-"""Work sequences (seed 001): long computations kept on one host, step by step."""
+"""Work sequences (docs/sequences.md): long computations kept on one host, step by step."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from apps.work.models import Workunit
 
 
 class WorkSequence(models.Model):
-    """The head record of a sequence W1…Wn of workunits (seed 001).
+    """The head record of a sequence W1…Wn of workunits.
 
     Holds the maximum result time, the links to the first workunit without a
     validated result and the first not yet dispatched to the assigned host, and the
@@ -74,7 +74,7 @@ class WorkSequence(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="The host it was last taken from; for one delay bound it goes to another host (seed 001)",
+        help_text="The host it was last taken from; for one delay bound it goes to another host",
     )
     relocated_time = models.DateTimeField(null=True, blank=True, help_text="When it was last relocated")
     n_disagreements = models.PositiveIntegerField(

@@ -43,7 +43,7 @@ def _validated(project, app, version, hosts, now, name="wu", elapsed=(300.0, 300
 def test_granted_credit_lands_on_host_user_and_team_totals_and_rac(project, app, version, hosts, team, now):
     wu = _validated(project, app, version, hosts, now)
     r0, r1 = results_of(wu)
-    # Fresh statistics: no scaling, the claims are approximate, the seed grants the default.
+    # Fresh statistics: no scaling, the claims are approximate, the design grants the default.
     expected = 1e12 * COBBLESTONE_SCALE
     assert r0.granted_credit == pytest.approx(expected)
     assert r1.granted_credit == pytest.approx(expected)
@@ -128,7 +128,7 @@ def test_feeder_sets_pfc_scale_and_min_avg_pfc(project, app, version):
     other = AppVersionFactory(app=app, platform=PlatformFactory(name="windows_x86_64"))
     AppVersion.objects.filter(id=version.id).update(pfc_n=150, pfc_avg=2.0)
     AppVersion.objects.filter(id=other.id).update(pfc_n=50, pfc_avg=4.0)
-    # Only one version above the threshold: the seed's rule gives it scale 1.
+    # Only one version above the threshold: the design's rule gives it scale 1.
     assert credit_normalize_app(app_id=app.id) == 2
     AppVersion.objects.filter(id=other.id).update(pfc_n=150)
     credit_normalize_app(app_id=app.id)

@@ -11,8 +11,9 @@ from django.core.management import CommandError, call_command
 from apps.benchmarks.bce import (
     BceError,
     DailyUsage,
+    compare,
     comparison_windows,
-    mean_usage,
+    format_rows,
     patch_sim_source,
     report_usage,
     shorten_year,
@@ -95,9 +96,14 @@ def test_command_refuses_a_directory_that_is_no_boinc_checkout(tmp_path: Path) -
         call_command("compare_bce", "--boinc-src", str(tmp_path), "--work-dir", str(tmp_path / "w"))
 
 
-def test_mean_of_runs_averages_each_day() -> None:
+def test_comparison_gives_each_sides_mean_and_spread_over_its_seeds() -> None:
+    scenario = replace(load_scenario("two_projects_cpu_only"), duration=DAY)
     runs = [DailyUsage({ProcType.CPU: 1}, {(0, "A", ProcType.CPU): secs}) for secs in (DAY, 0.0)]
-    assert mean_usage(runs).share("A", ProcType.CPU, 0, 1) == 0.5
+    row = compare(scenario, runs, runs[:1], year_days=20)[0]
+    assert (row.bce, row.bce_spread, row.rec, row.rec_spread) == pytest.approx(
+        (0.5, 0.7071, 1.0, 0.0), abs=1e-4
+    )
+    assert "50.0 ± 70.7" in format_rows([row])
 
 
 def test_emulator_usage_by_day_gives_the_reports_shares() -> None:

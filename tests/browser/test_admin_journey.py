@@ -74,7 +74,7 @@ def project(db):
             received_time="2026-11-21T12:30Z",
         )
     PlanClass.objects.create(project=project, name="cuda_big")
-    # The seed's climate example: 60 steps of 3 days, the state uploaded every 7th.
+    # The climate example of docs/sequences.md: 60 steps of 3 days, the state uploaded every 7th.
     sequence_create(
         project=project,
         app=app,

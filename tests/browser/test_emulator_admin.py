@@ -20,7 +20,7 @@ def test_admin_runs_a_scenario_and_sees_the_chart(live_server, page, look_deskto
     AppVersionFactory(app=app, plan_class="cuda", version_num=101)
     WorkunitFactory(app=app, rsc_fpops_est=7.2e12)
     text = bundled_scenarios()["example1_gpu_sharing"].read_text()
-    scenario = Scenario.objects.create(name="Seed 000 Example 1", project=project, text=text)
+    scenario = Scenario.objects.create(name="Example 1: GPU sharing", project=project, text=text)
 
     admin_login(page, live_server.url, "boss", "s3cret-pass")
     page.goto(f"{live_server.url}/admin/emulator/scenario/{scenario.pk}/change/")

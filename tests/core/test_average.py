@@ -1,4 +1,4 @@
-"""The AVERAGE value type of seed 003 ("Computing averages")."""
+"""The running average of CreditNew's design."""
 
 from __future__ import annotations
 

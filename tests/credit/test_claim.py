@@ -1,4 +1,4 @@
-"""claimed_pfc: each rule of seed 003's "Summary" pseudo-code, one test each."""
+"""claimed_pfc: each rule of CreditNew's claimed-credit algorithm, one test each."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Granted credit from the claims of a job's valid instances (seed 003 and BOINC's rule)."""
+"""Granted credit from the claims of a job's valid instances (the design's and BOINC's rule)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Host normalization factor and scale probation against cherry picking (seed 003)."""
+"""Host normalization factor and scale probation against cherry picking."""
 
 from __future__ import annotations
 

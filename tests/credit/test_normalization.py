@@ -1,4 +1,4 @@
-"""Cross-version normalization, the feeder's pass (seed 003 and BOINC's update_av_scales)."""
+"""Cross-version normalization, the feeder's pass (the design's and BOINC's update_av_scales)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_gpu_only_app_without_a_matching_plan_class_uses_the_in_app_rule():
     assert result == VersionNormalization(min_avg_pfc=20.0, scales=(VersionScale(1, 1.0),))
 
 
-# --- the median of host averages (seed 003's remedy for cheating hosts) -------------------------
+# --- the median of host averages (the design's remedy for cheating hosts) -----------------------
 
 
 def test_sample_median_weights_each_host_average_by_its_samples():

@@ -21,7 +21,7 @@ def test_settled_host_et_gives_its_inverse():
 
 
 def test_unsettled_host_falls_back_to_the_version_pfc():
-    # "Above" the threshold (seed 003; BOINC's et.n > 10): ten samples are not yet enough.
+    # Above the threshold (the design; BOINC's et.n > 10): ten samples are not yet enough.
     est = estimate_flops(peak_flops=PEAK, hav_et=AverageVar(n=10, avg=1e-9), av_pfc=Average(n=101, avg=4.0))
     assert est == FlopsEstimate(PEAK / 4.0, FlopsSource.VERSION_PFC)
 

@@ -38,7 +38,7 @@ FLEETS = {
         4, 4, rounds=75, settled=50, cpu_efficiency=(0.3, 0.7), cheater_joins=30, cheater_jobs=10
     ),
 }
-SEED_BOUNDS = {  # seed 003 read literally: X = 100 for app versions, no median, no claim cap
+SEED_BOUNDS = {  # the design read literally: X = 100 for app versions, no median, no claim cap
     "credit_version_sample_cap": 100,
     "credit_version_median": False,
     "credit_claim_cap": 0,

@@ -1,5 +1,5 @@
 """Cross-project normalization with several projects, down to the credit a GPU-only app's job
-is granted (seed 003: "V's jobs are then scaled by S(V)")."""
+is granted (the versions V of such an app are scaled by S(V))."""
 
 # The fixtures come from another suite's conftest, imported below; tests name them as arguments.
 # ruff: noqa: F811

@@ -1,4 +1,4 @@
-"""Seed 003's credit paths through the validator (and, for probation, the scheduler): how
+"""CreditNew's credit paths through the validator (and, for probation, the scheduler): how
 replicated claims combine, anonymous-platform credit, and scale probation."""
 
 # The fixtures come from another suite's conftest, imported below; tests name them as arguments.

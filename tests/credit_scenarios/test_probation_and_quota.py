@@ -1,5 +1,5 @@
 """Scale probation and the daily job quota end to end: a stock client's RPCs (sends and
-reports through the scheduler) and the validator, as seed 003 describes them."""
+reports through the scheduler) and the validator, as docs/credit.md describes them."""
 
 # The fixtures come from another suite's conftest, imported below; tests name them as arguments.
 # ruff: noqa: F811
@@ -98,7 +98,7 @@ def test_a_crash_puts_the_host_back_on_probation_for_a_delay_bound(project, prob
     assert (hav.scale_probation, hav.host_scale_time) == (True, later.timestamp() + DELAY)
 
 
-# --- the daily quota (seed 003 "host punishment") ------------------------------------------------
+# --- the daily quota (host punishment) -----------------------------------------------------------
 
 
 def test_crashes_shrink_the_daily_quota_until_the_host_gets_one_job_a_day(project, cpu_app, host, now):

@@ -87,7 +87,7 @@ def test_gpu_only_app_takes_the_credit_weighted_factor_of_local_and_external_pro
     assert (cuda.weight, cuda.n_versions, cuda.computed_time) == (4000.0, 2, now)
     version = AppVersion.objects.get(app=gpu_only_app)
     assert version.pfc_scale == pytest.approx(expected)
-    # Seed 003: X is S(V) * pfc_avg over the anchored versions; it becomes min_avg_pfc.
+    # The design: X is S(V) * pfc_avg over the anchored versions; it becomes min_avg_pfc.
     assert App.objects.get(pk=gpu_only_app.pk).min_avg_pfc == pytest.approx(expected * 2.0)
     source.refresh_from_db()
     assert (source.last_fetch, source.last_error) == (now, "")

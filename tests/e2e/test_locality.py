@@ -1,4 +1,4 @@
-"""Locality scheduling (seed 004) with the stock client: a large sticky input file is
+"""Locality scheduling with the stock client: a large sticky input file is
 downloaded once, the host gets the further jobs of that file, and once the file has no
 work left the server tells the host to delete it."""
 

@@ -122,7 +122,7 @@ def test_v4_debt_reset_for_project_without_runnable_results() -> None:
 
 
 def test_v4_debt_follows_relative_share_of_work_done() -> None:
-    # Seed 002's example: 75%/25% shares, 25 and 15 minutes of CPU.
+    # The 4.x client design's example: 75%/25% shares, 25 and 15 minutes of CPU.
     debts = update_v4_debts(
         {"A": 0.0, "B": 0.0}, shares={"A": 75, "B": 25}, work_done={"A": 25.0, "B": 15.0}, runnable={"A", "B"}
     )

@@ -1,11 +1,11 @@
-"""Seed 000's Examples 1-3 as acceptance tests, judged against each client policy.
+"""The work-fetch design's Examples 1-3 as acceptance tests, judged against each client policy.
 
-The seed states its targets for its own policy, ``v6-gpu``, which meets all three with the
+The design states its targets for its own policy, ``v6-gpu``, which meets all three with the
 readings documented in apps/emulator/domain/policies/v6_gpu.py. Measured (docs/emulator.md's table):
 
 - Example 1: v6-gpu and rec give B the whole CPU and A 75% of the GPU, so A and B get equal
   processing; v4 knows nothing of GPUs and leaves the GPU idle, so A gets nothing. Read
-  literally, per resource, seed 000's debt-eligibility rule splits the GPU 50/50 instead
+  literally, per resource, the work-fetch design's debt-eligibility rule splits the GPU 50/50 instead
   (``test_literal_eligibility_example1_misses_the_target``).
 - Example 2: v6-gpu pays B back for a whole year; rec pays back only until the 10-day REC
   half-life has forgotten A's year, then splits 50/50; v4, with no deadline mode, misses
@@ -109,7 +109,7 @@ def test_example1_v4_idles_two_thirds_of_the_host_and_the_gpu_policies_none() ->
 
 
 def test_literal_eligibility_example1_misses_the_target() -> None:
-    """Seed 000's debt-eligibility rule read per resource splits the GPU 50/50 (A 50.8%).
+    """The work-fetch design's debt-eligibility rule read per resource splits the GPU 50/50 (A 50.8%).
 
     A has no CPU app, so its CPU backoff reaches the one-day maximum within two days and it
     stops being CPU-debt-eligible. B is then the only CPU-eligible project and its CPU debt
@@ -212,7 +212,7 @@ def test_rec_example3_settles_at_an_even_split() -> None:
 
 
 def test_v6_gpu_example3_with_cpu_work_pays_b_back() -> None:
-    """Not seed Example 3's goal, and stated plainly: with CPU work B is owed a year.
+    """Not the design's goal for Example 3, and stated plainly: with CPU work B is owed a year.
 
     In the variant B ran CPU jobs all year while A used the twice-faster GPU. B, having
     work, was debt-eligible on the GPU (reading (a)), so it is owed the first year's

@@ -25,7 +25,7 @@ projects:
 """
 
 
-def test_bundled_scenarios_are_the_seed_examples_and_the_benchmark() -> None:
+def test_bundled_scenarios_are_the_design_examples_and_the_benchmark() -> None:
     assert sorted(bundled_scenarios()) == [
         "example1_gpu_sharing",
         "example2_high_priority",

@@ -140,7 +140,7 @@ def test_debt_reset_for_project_without_cpu_results() -> None:
 
 
 def test_running_job_kept_lowers_its_projects_anticipated_debt() -> None:
-    # Seed 002: every CPU handed out, the one a running job keeps included, lowers its
+    # The 4.x client: every CPU handed out, the one a running job keeps included, lowers its
     # project's anticipated debt by the expected CPU time. A (100) keeps one CPU and drops
     # to 100 - 3600; the idle CPU then goes to B (0).
     state, policy = _setup("A", "B")
@@ -154,7 +154,7 @@ def test_running_job_kept_lowers_its_projects_anticipated_debt() -> None:
 
 
 def test_running_jobs_inside_their_time_slice_are_preempted_by_debt() -> None:
-    # Seed 002 has no time slice: each pass gives every CPU to the largest anticipated
+    # The 4.x client has no time slice: each pass gives every CPU to the largest anticipated
     # debt. B (5000, then 5000 - 3600 = 1400) beats A (-5000) for both CPUs, though A's
     # jobs started half a scheduling period ago.
     state, policy = _setup("A", "B")
@@ -180,7 +180,7 @@ def test_ettprc_of_a_project_not_running_does_not_fall() -> None:
 
 
 def test_client_wakes_when_ettprc_falls_below_the_connection_period() -> None:
-    # Seed 002 checks the work request once a second. One CPU, one project, T = CI = 8640 s:
+    # The 4.x client checks the work request once a second. One CPU, one project, T = CI = 8640 s:
     # the running 20000 s result brings ETTPRC below T at 11360 s; the client wakes at the
     # next once-a-second check and asks for work.
     state, policy = _setup("A")

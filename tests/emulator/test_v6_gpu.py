@@ -244,7 +244,7 @@ def test_job_in_deadline_danger_lowers_anticipated_debt() -> None:
 
 
 def test_new_project_starts_level_with_a_project_left_alone_with_work() -> None:
-    # Seed 000 Example 2's variation: A's job has just ended with B at the +1 day clamp and
+    # The work-fetch design's Example 2 variation: A's job has just ended with B at the +1 day clamp and
     # A at -1 day; C attaches. B, alone with work, is back at mean zero, and C joins it there.
     state, policy = _setup("A", "B")
     policy.std = {"A": -DAY, "B": DAY}
@@ -255,7 +255,7 @@ def test_new_project_starts_level_with_a_project_left_alone_with_work() -> None:
 
 
 def test_major_shortfall_moment_is_a_wakeup_that_fetches() -> None:
-    # Seed 000 runs work fetch every 60 s. One CPU; A's 20000 s job leaves it idle at
+    # The work-fetch design runs work fetch every 60 s. One CPU; A's 20000 s job leaves it idle at
     # 20000 s, so a major shortfall (idle before CI = 8640 s) starts at 11360 s. A is
     # overworked (no minor shortfall fetch) and B is backed off until 1e6 s, so nothing is
     # fetched now; at 11360 s get_major_shortfall returns A ("P may be overworked").

@@ -175,7 +175,7 @@ def test_on_demand_generation_requests_work_then_waits_once() -> None:
 
 
 def test_nothing_after_the_wait_is_no_results_available() -> None:
-    # Seed 004: after sleeping and one more query, the file is one with no results
+    # After sleeping and one more query, the file is one with no results
     # available: deleted from the host and marked files_no_work (kept, but marked, while
     # unfinished workunits may still spawn results, as without a wait).
     second = _decide(wait_period=10.0, already_waited=True)

@@ -1,4 +1,4 @@
-"""Seed 004's failure paths: a host holding a large file vanishes, the on-demand generator fails."""
+"""Locality scheduling's failure paths: a host holding a large file vanishes, the on-demand generator fails."""
 
 from __future__ import annotations
 

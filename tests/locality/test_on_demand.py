@@ -81,7 +81,7 @@ def test_the_wait_ends_after_the_wait_period_when_no_work_appears(on_demand, hos
     reply = hosts.rpc(host, jobs=2)
     assert reply.results == ()
     assert clock.slept == pytest.approx(5.0)
-    # Seed 004: still no results after the sleep and the one additional attempt, so the
+    # Still no results after the sleep and the one additional attempt, so the
     # file is one with no results available: deleted from the host, marked files_no_work.
     assert reply.delete_file_infos == ("a.dat",)
     assert LocalityFile.objects.get(name="a.dat").files_no_work is True

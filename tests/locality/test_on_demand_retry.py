@@ -1,6 +1,6 @@
 """The retry after the on-demand wait: what it sends, deletes and marks, and its locks.
 
-Seed 004: a host holding X with no results for X triggers work for X, sleeps N seconds,
+A host holding X with no results for X triggers work for X, sleeps N seconds,
 and makes one additional attempt; a file still without results is then one with no
 results available. Real transactions throughout (``transaction=True``), as in
 ``test_on_demand``; the wait's clock is replaced.

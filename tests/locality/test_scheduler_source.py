@@ -1,4 +1,4 @@
-"""The locality job source in the real scheduler RPC (seed 004's rules, one per test)."""
+"""The locality job source in the real scheduler RPC (docs/locality.md's rules, one per test)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_random_order_varies_between_requests(loc_project, loc_app, hosts):
 
 
 def test_results_go_to_a_user_in_increasing_id_order_per_file(loc_project, loc_app, hosts):
-    # Seed 004's invariant. The user's first host takes one result of each of the first two
+    # Results go to a user in increasing id order per file. The user's first host takes one result of each of the first two
     # workunits; the user's second host may not go back below the largest id already sent
     # to the user, although the other replicas of those workunits are still unsent.
     file_work(loc_project, loc_app, "a.dat", 4)
@@ -160,7 +160,7 @@ def test_a_file_with_no_work_left_is_deleted_from_the_host_on_the_wire(client, l
 
 
 def test_a_file_whose_results_are_in_progress_elsewhere_is_kept_and_marked(loc_project, loc_app, hosts):
-    # Seed 004: BOINC may still make results for it (a replica can fail or time out).
+    # BOINC may still make results for it (a replica can fail or time out).
     file_work(loc_project, loc_app, "a.dat", 1)
     finish("a.dat", state=ServerState.IN_PROGRESS)
     host = hosts.new(files={"a.dat": 1.0})
@@ -252,8 +252,8 @@ def test_a_file_listed_again_counts_the_host_as_a_holder_again(loc_project, loc_
 
 
 def test_the_large_file_is_sent_sticky_and_report_on_rpc(client, loc_project, loc_app, hosts):
-    """Seed 004: "The <file_info> for each large input file must contain <sticky/> and
-    <report_on_rpc/>"; clients before 7.0 list in each request only the files marked so."""
+    """The <file_info> of each large input file carries <sticky/> and <report_on_rpc/>;
+    clients before 7.0 list in each request only the files marked so."""
     file_work(loc_project, loc_app, "a.dat", 1)
     host = hosts.new()
     response = client.post(

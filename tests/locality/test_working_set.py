@@ -42,7 +42,7 @@ def test_files_the_project_no_longer_has_are_dropped() -> None:
 
 
 def test_the_set_is_cut_back_to_a_lower_target_least_held_files_first() -> None:
-    # Seed 004 keeps N/M files. Unheld files go first (no download lost, no half-sent
+    # The working set keeps N/M files. Unheld files go first (no download lost, no half-sent
     # workunit stranded), then, among files held alike, the one with the least work left.
     update = update_working_set(
         current=["a", "b", "c", "d", "e"],

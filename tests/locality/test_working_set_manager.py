@@ -1,4 +1,4 @@
-"""The working-set manager service and its Celery task (seed 004's N/M files)."""
+"""The working-set manager service and its Celery task (N/M files)."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def cpu_app(project, worker):
 
 @pytest.fixture
 def mixed_app(project, worker):
-    """An app with a CPU and an NVIDIA version (seed 000's project B)."""
+    """An app with a CPU and an NVIDIA version."""
     app = app_create(project=project, name="mixed", user_friendly_name="Mixed app")
     app_version_add(
         project=project,

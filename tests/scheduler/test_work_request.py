@@ -1,4 +1,4 @@
-"""Seed 000's per-resource work requests, as the scheduler must honour them."""
+"""BOINC's per-resource work requests, as the scheduler must honour them."""
 
 from dataclasses import replace
 
@@ -91,7 +91,7 @@ def test_gpu_job_does_not_use_up_the_cpu_request(client, project, account, mixed
 
 def test_first_choice_gpu_switches_to_cpu_once_gpu_need_is_met(client, project, account, mixed_app):
     # The GPU version is faster, so it is chosen first; after one GPU job the GPU request
-    # is met and the remaining CPU request is served by the CPU version (seed 000).
+    # is met and the remaining CPU request is served by the CPU version.
     make_jobs(project, mixed_app, 40)
     gpu = replace(GPU, req_secs=0.01, req_instances=1.0)
     reply = rpc(

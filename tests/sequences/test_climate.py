@@ -1,4 +1,4 @@
-"""Seed 001's climate example end to end: 60 steps of 3 days, a full state every 7th, one host
+"""The climate example of docs/sequences.md end to end: 60 steps of 3 days, a full state every 7th, one host
 that vanishes, a slow host that is refused, and a fast host that finishes from the checkpoint."""
 
 from __future__ import annotations

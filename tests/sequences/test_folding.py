@@ -1,4 +1,4 @@
-"""Seed 001's folding example end to end: trajectories of unknown length, two or three steps at a
+"""The folding example of docs/sequences.md end to end: trajectories of unknown length, two or three steps at a
 time, extended by the back end until the project ends them."""
 
 from __future__ import annotations

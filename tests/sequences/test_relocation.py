@@ -20,7 +20,7 @@ STEP = timedelta(days=3)
 
 @pytest.fixture
 def climate(project, cpu_app, now, tmp_path):
-    """Seed 001's climate run, shortened: a full state every 7th step, from an initial state."""
+    """The climate run of docs/sequences.md, shortened: a full state every 7th step, from an initial state."""
     initial = tmp_path / "initial_state"
     initial.write_bytes(b"t=0\n")
     spec = SequenceSpec(

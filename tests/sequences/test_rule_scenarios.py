@@ -1,4 +1,4 @@
-"""Work sequences (seed 001): properties, and the seed's two examples walked as scenarios."""
+"""Work sequences: properties, and the climate and folding examples walked as scenarios."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_relocation_recreates_only_steps_after_the_checkpoint_once(
     assert missed_deadline_plan(plan.sequence, recreate(steps, plan), now=NOW + DELAY + 1) is None
 
 
-# --- the seed's examples ------------------------------------------------------------------------
+# --- the climate and folding examples -----------------------------------------------------------
 
 
 def test_climate_example_sixty_steps_survive_a_vanished_host() -> None:

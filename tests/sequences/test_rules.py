@@ -1,4 +1,4 @@
-"""Work sequences (seed 001): the pure rules, one behaviour per test."""
+"""Work sequences: the pure rules, one behaviour per test."""
 
 from __future__ import annotations
 

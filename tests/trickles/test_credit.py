@@ -1,4 +1,4 @@
-"""Partial credit by trickle (seed 003: "substitute 'partial job' for 'job'"): runtime
+"""Partial credit by trickle (a partial job credited as a job, docs/credit.md): runtime
 trickles credit a running job, capped per app; its validation grants only the rest."""
 
 from __future__ import annotations

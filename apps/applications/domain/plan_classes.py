@@ -1,7 +1,7 @@
 """Plan classes: what an app version needs from a host and the resources it uses.
 
 BOINC's standard class names are known out of the box; projects define more in the
-admin (stored as rows with the same fields). Seed 003 "App plan functions": a plan
+admin (stored as rows with the same fields). In CreditNew's design a plan
 class only has to give the job's peak FLOPS; the scheduler corrects it with the
 host's elapsed-time statistics.
 """
@@ -90,7 +90,7 @@ def resource_usage(spec: PlanClassSpec, host: HostResources) -> ResourceUsage | 
     """The usage of one job on ``host``, or None if the host cannot run this class.
 
     Peak FLOPS = CPUs used × the host's CPU peak + GPU instances × the GPU's peak
-    (seed 003 "Peak FLOP Count").
+    (CreditNew's peak FLOP count, docs/credit.md).
     """
     ncpus = max(host.p_ncpus, 1)
     if spec.multi_thread:

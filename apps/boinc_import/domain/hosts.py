@@ -141,7 +141,7 @@ def map_host_app_version(
     for column in ("turnaround_n", "turnaround_avg", "turnaround_var", "turnaround_q"):
         values[column] = number(row, column)
     # A host with validated jobs has left the initial scale probation (the first valid
-    # result ends it, seed 003); one without any starts on probation, as a new host does.
+    # result ends it); one without any starts on probation, as a new host does.
     values["scale_probation"] = values["pfc_n"] == 0
     return Mapped(values)
 

@@ -1,14 +1,14 @@
-"""The AVERAGE value type of seed 003 ("Computing averages").
+"""The running average of CreditNew's design (docs/credit.md).
 
 For the first ``n_threshold`` samples the average is the straight mean; after that it
-is an exponentially weighted average with weight ``weight`` (the seed's A). Samples
-after the first are capped at ``limit`` times the current average (the seed's X), so a
+is an exponentially weighted average with weight ``weight`` (the design's A). Samples
+after the first are capped at ``limit`` times the current average (the design's X), so a
 single absurd sample cannot drag the average far. ``n`` counts samples so callers can
 refuse to use an average below its sample threshold.
 
 Differences from BOINC's lib/average.h, both deliberate:
 
-* The seed says "for the first N samples we take the straight average"; BOINC switches
+* The design takes the straight mean of the first N samples; BOINC switches
   to the exponential form at the N-th sample (``n < threshold``). Here the N-th sample
   is still part of the straight mean.
 * BOINC rejects only negative samples. NaN and infinities are rejected too: one infinite
@@ -25,19 +25,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class AverageParams:
-    """N (straight-mean samples), A (exponential weight), X (sample cap) of seed 003."""
+    """N (straight-mean samples), A (exponential weight), X (sample cap) of the design."""
 
     n_threshold: float
     weight: float
     limit: float
 
 
-# Seed 003: "for app versions ... N=100 and A=.001"; "for hosts ... N=10 and A=.01";
-# caps X "maybe 10 for hosts, 100 for app versions".
+# The design's values: N=100 and A=.001 for app versions, N=10 and A=.01 for hosts; caps X
+# of about 10 for hosts and 100 for app versions.
 HOST_AVERAGE = AverageParams(n_threshold=10, weight=0.01, limit=10)
 APP_VERSION_AVERAGE = AverageParams(n_threshold=100, weight=0.001, limit=100)
 
-# Sample thresholds below which an average is not used (seed 003, BOINC's credit.h).
+# Sample thresholds below which an average is not used (the design's, and BOINC's credit.h).
 MIN_HOST_SAMPLES = 10
 MIN_VERSION_SAMPLES = 100
 

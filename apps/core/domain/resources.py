@@ -1,4 +1,4 @@
-"""Processing resource types (seed 000) and their BOINC names and codes."""
+"""Processing resource types (CPU and each GPU kind) and their BOINC names and codes."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class ProcType(StrEnum):
 
     @property
     def anonymous_app_version_id(self) -> int:
-        """result.app_version_id for anonymous-platform jobs (seed 003: -2 CPU, -3 NVIDIA, -4 ATI)."""
+        """result.app_version_id for anonymous-platform jobs (BOINC: -2 CPU, -3 NVIDIA, -4 ATI)."""
         return ANONYMOUS_CODES[self]
 
     @property
@@ -69,8 +69,8 @@ _ALIASES = {
     "coproc_apple_gpu": ProcType.APPLE_GPU,
 }
 
-# Work-fetch order of seed 000: coprocessors before the CPU.
+# Work-fetch order of BOINC's per-resource design: coprocessors before the CPU.
 FETCH_ORDER = (ProcType.NVIDIA, ProcType.ATI, ProcType.INTEL_GPU, ProcType.APPLE_GPU, ProcType.CPU)
 
-# BOINC's credit unit: 200 credits per day of 1 GFLOPS (seed 003).
+# BOINC's credit unit (the cobblestone): 200 credits per day of 1 GFLOPS.
 COBBLESTONE_SCALE = 200.0 / 86400e9

@@ -19,7 +19,7 @@ from apps.protocol.scales_xml import scales_to_json
 
 class AppVersionScalesView(APIView):
     """Per app version: app name, platform, plan class, recent average credit, scale factor,
-    is_gpu and project (seed 003). Public, like BOINC's other statistics exports."""
+    is_gpu and project (cross-project normalization, docs/credit.md). Public, like BOINC's other statistics exports."""
 
     permission_classes = [AllowAny]
     authentication_classes: list = []

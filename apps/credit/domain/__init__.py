@@ -1,4 +1,4 @@
-"""Pure CreditNew math (seed 003): PFC, normalization, claimed and granted credit,
+"""Pure CreditNew math (docs/credit.md): PFC, normalization, claimed and granted credit,
 runtime estimates, host punishment and RAC. No Django; every time is a Unix float.
 
 Validator flow for one workunit's valid results (the service loads rows into these

@@ -1,4 +1,4 @@
-"""claimed_pfc: seed 003's "Summary" algorithm for one validated job.
+"""claimed_pfc: the CreditNew design's algorithm for one validated job (docs/credit.md).
 
 It returns the claimed PFC F, the ``approx`` flag and the statistics the algorithm
 updates (host_app_version pfc/et/turnaround, app_version pfc, probation and error rate)
@@ -43,7 +43,7 @@ class ValidatedJob:
 
 
 class ClaimBranch(StrEnum):
-    """Which branch of the seed's claimed_pfc produced F (for logs and admin display)."""
+    """Which branch of the design's claimed_pfc produced F (for logs and admin display)."""
 
     NO_VERSION_INFO = "no_version_info"
     OVER_BOUND = "over_bound"
@@ -91,7 +91,7 @@ def _safe(f: float, fallback: float) -> float:
 def _record_host_stats(
     hav: HostAppVersionStats, job: ValidatedJob, sample: float | None, policy: CreditPolicy
 ) -> HostAppVersionStats:
-    """host_app_version.pfc/et/turnaround updates at the end of the seed's algorithm."""
+    """host_app_version.pfc/et/turnaround updates at the end of the design's algorithm."""
     params = policy.host_average
     pfc, et = hav.pfc, hav.et
     if sample is not None:
@@ -129,7 +129,7 @@ def claimed_pfc(
     now: float,
     policy: CreditPolicy = SEED_POLICY,
 ) -> PfcClaim:
-    """Seed 003's claimed_pfc(J): F, approx, and the statistics it updates.
+    """The design's claimed_pfc(J): F, approx, and the statistics it updates.
 
     ``hav`` is the job's host_app_version (for anonymous platform, the record of its app
     and resource type); ``app_version`` is None for anonymous platform. ``min_avg_pfc``
@@ -206,8 +206,8 @@ def _anonymous_pfc(
     """Anonymous platform: normalize by app.min_avg_pfc / host_app_version.pfc_avg.
 
     ``default`` is app.min_avg_pfc * fpops_est, or fpops_est when min_avg_pfc is undefined.
-    The factor is a host scaling factor, so the seed's cheat-prevention cap applies ("the
-    host scaling factor will be min'd with a constant"); BOINC's code leaves it uncapped.
+    The factor is a host scaling factor, so the design's cheat-prevention cap on
+    host scaling factors applies; BOINC's code leaves it uncapped.
     """
     if min_avg_pfc <= 0:
         return default, True

@@ -1,10 +1,10 @@
-"""Cross-project version normalization (seed 003): the central server's aggregation.
+"""Cross-project version normalization (docs/credit.md): the central server's aggregation.
 
 Projects export one row per app version (app name, platform, plan class, recent average
 granted credit, scale factor). The central server averages the scale factors per plan
 class, weighted by recent credit, and projects give that factor S(V) to the versions of
 apps that have only GPU versions (``normalize_app_versions(..., cross_project=...)``).
-BOINC never built this; the seed is the whole specification.
+BOINC designed this but never built it; the design is the whole specification.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def aggregate_plan_class_scales(rows: Iterable[CrossProjectRow]) -> tuple[PlanCl
     """Per plan class, the scale factor averaged over versions weighted by recent credit.
 
     Only apps (per project and app name) with both a CPU and a GPU version count: the
-    seed takes the factor "among projects that have both CPU and GPU versions", and a
+    design takes the factor among projects that have both CPU and GPU versions, and a
     GPU-only app's own factor may come from this table, which would feed it back into
     itself. Rows without recent credit or with a non-positive scale are ignored.
     Sorted by plan class.

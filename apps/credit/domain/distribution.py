@@ -1,8 +1,8 @@
 """The spread of granted credit per job, for the credit admin (quantiles and a histogram).
 
 An admin checks normalization by looking at what jobs of one app are granted: after
-cross-version and host normalization the values should cluster (seed 003: "all versions
-should get the same average granted credit"), and a long tail shows hosts or versions the
+cross-version and host normalization the values should cluster (the design wants every version
+to get the same average granted credit), and a long tail shows hosts or versions the
 normalization has not caught up with.
 """
 

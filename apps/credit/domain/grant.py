@@ -1,8 +1,8 @@
-"""Granted credit for a job from its valid instances' claims (seed 003 "Claimed and granted credit").
+"""Granted credit for a job from its valid instances' claims (docs/credit.md).
 
-Seed: one instance (no replication) gets its claimed credit; with replication, the mean
-claimed credit of the non-approximate instances, else the default (app.min_avg_pfc *
-fpops_est, or fpops_est, times the cobblestone scale). BOINC's assign_credit_set (the
+The design (``Rule.SEED`` for grants): one instance (no replication) gets its claimed credit;
+with replication, the mean claimed credit of the non-approximate instances, else the default
+(app.min_avg_pfc * fpops_est, or fpops_est, times the cobblestone scale). BOINC's assign_credit_set (the
 BOINC grant rule) caps each claim at fpops_bound and takes an average pegged to the
 workunit estimate instead. Every valid instance of the job is granted the same credit.
 """
@@ -40,7 +40,7 @@ class ClaimValue:
 
 class GrantBasis(StrEnum):
     CLAIMED = "claimed"  # single instance: its claim
-    MEAN = "mean"  # seed: mean of the non-approximate claims
+    MEAN = "mean"  # the design: mean of the non-approximate claims
     PEGGED = "pegged"  # BOINC: average pegged to the workunit estimate
     DEFAULT = "default"  # no usable claim: the default (workunit estimate)
 

@@ -1,4 +1,4 @@
-"""Host normalization and the scale probation that guards it (seed 003).
+"""Host normalization and the scale probation that guards it (docs/credit.md).
 
 Host normalization scales a host's PFC by app_version.pfc_avg / host_app_version.pfc_avg,
 capped at 10. Scale probation ("Cherry picking") withholds that factor from a host
@@ -20,7 +20,7 @@ def host_scale_factor(av_pfc: Average, hav_pfc: Average, *, policy: CreditPolicy
     """app_version.pfc_avg / host_app_version.pfc_avg, capped at ``policy.host_scale_max``.
 
     0 (no host scaling) unless both averages are above their sample thresholds and the
-    host's average is non-zero, as in the seed's claimed_pfc.
+    host's average is non-zero, as in the design's claimed_pfc.
     """
     if not hav_pfc.above(policy.min_host_samples) or not av_pfc.above(policy.min_version_samples):
         return 0.0
@@ -36,7 +36,7 @@ def _time_probation(policy: CreditPolicy) -> bool:
 def host_scaling_allowed(hav: HostAppVersionStats, *, now: float, policy: CreditPolicy = SEED_POLICY) -> bool:
     """Whether a host scale factor may be used for this host_app_version at ``now``.
 
-    Seed: not on scale probation and not before host_scale_time. With the BOINC rule and
+    SEED rule: not on scale probation and not before host_scale_time. With the BOINC rule and
     host_scale_check, also at least ``cons_valid_host_scale`` consecutive valid results.
     """
     if hav.scale_probation or now < hav.host_scale_time:
@@ -51,7 +51,7 @@ def probation_on_send(
 ) -> HostAppVersionStats:
     """Scheduler, per job sent: start the probation clock, host_scale_time = now + delay bound.
 
-    The seed sets the clock on every send while on probation. Read literally, a host that
+    The design sets the clock on every send while on probation. Read literally, a host that
     asks for work more often than once per delay bound would never leave probation, and
     host normalization (the main defence against inflated claims) would be off for every
     busy host. So the clock is set once per probation period: here on the first send
@@ -88,7 +88,7 @@ def probation_on_failure(
 ) -> HostAppVersionStats:
     """A job timed out, errored out, was aborted by the client, or was invalid.
 
-    consecutive_valid restarts at 0 in every case. With the seed's probation on, the host
+    consecutive_valid restarts at 0 in every case. With the design's probation on, the host
     goes back on probation until now + delay bound and its scale factor is max'd with 1:
     the host's pfc average is raised to at least ``reference_pfc_avg`` (app_version.pfc_avg,
     or app.min_avg_pfc for anonymous platform), so later host scaling cannot exceed 1

@@ -1,4 +1,4 @@
-"""Cross-version normalization: the main feeder's pass every 10 minutes (seed 003).
+"""Cross-version normalization: the main feeder's pass every 10 minutes (docs/credit.md).
 
 From the app versions' pfc averages it derives a reference X, sets each version's
 pfc_scale = X / pfc_avg so that all versions grant the same average credit, and sets
@@ -133,7 +133,7 @@ def normalize_app_versions(
     """New app.min_avg_pfc and pfc_scale values for one app's versions.
 
     Versions with ids <= 0 (anonymous platform) are ignored. Only versions above
-    ``policy.min_version_samples`` with a positive average are scaled. With the seed's
+    ``policy.min_version_samples`` with a positive average are scaled. With the design's
     rule and no X, a single version above the threshold sets app.min_avg_pfc to its own
     average and gets pfc_scale 1; BOINC's rule leaves everything unchanged then.
     ``cross_project``: the central server's per-plan-class factors; an app with only GPU

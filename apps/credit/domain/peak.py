@@ -1,4 +1,4 @@
-"""Peak FLOPS of a job, its peak FLOP count (PFC) and the sanity check (seed 003).
+"""Peak FLOPS of a job, its peak FLOP count (PFC) and the sanity check (docs/credit.md).
 
 The scheduler calls ``peak_flops`` when it dispatches a job and stores the value in
 result.flops_estimate; the validator multiplies it by the reported elapsed time.
@@ -44,7 +44,7 @@ def peak_flop_count(elapsed_time: float, peak_flops: float) -> float:
 
 
 def default_pfc(fpops_est: float, min_avg_pfc: float) -> float:
-    """Seed's default PFC D: app.min_avg_pfc * wu.fpops_est if defined, else wu.fpops_est."""
+    """The design's default PFC D: app.min_avg_pfc * wu.fpops_est if defined, else wu.fpops_est."""
     est = fpops_est if math.isfinite(fpops_est) and fpops_est > 0 else 0.0
     if min_avg_pfc > 0 and math.isfinite(min_avg_pfc):
         d = min_avg_pfc * est

@@ -1,12 +1,12 @@
 """Error rate, host punishment (daily quota) and turnaround per host_app_version.
 
-Seed 003's last section moves error_rate, turnaround and max_results_day from the host
+CreditNew's design moves error_rate, turnaround and max_results_day from the host
 to host_app_version, because one GPU can fail every job while the CPU of the same host
-does fine. The quota details follow BOINC where the seed is silent:
+does fine. The quota details follow BOINC where the design is silent:
 max_jobs_per_day is stored per device and scaled by the CPU or GPU count when checked;
 doubling on success stops at the app's initial value; a crash (and a timeout) costs one
 job, never going below 1; an abort costs nothing. BOINC's validator also adds 1 per
-valid result without a cap; the seed does not ask for it and it is not done here.
+valid result without a cap; the design does not ask for it and it is not done here.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class JobOutcome(StrEnum):
 
 _FAILURES = frozenset({JobOutcome.CLIENT_ERROR, JobOutcome.TIMEOUT, JobOutcome.INVALID})
 # Scale probation also counts aborts: cherry picking is discarding, aborting or erroring
-# out long jobs (seed 003), and BOINC's got_error() lists errors, timeouts and invalids.
+# out long jobs (as CreditNew's design defines it), and BOINC's got_error() lists errors, timeouts and invalids.
 _PROBATION_FAILURES = _FAILURES | {JobOutcome.CLIENT_ABORTED}
 
 

@@ -1,4 +1,4 @@
-"""Runtime estimation (seed 003 "App plan functions"; BOINC's sched_version estimate_flops).
+"""Runtime estimation (CreditNew's plan functions, docs/credit.md; BOINC's sched_version estimate_flops).
 
 The plan function gives the peak FLOPS of the devices a version uses. The scheduler
 corrects it with the elapsed-time statistics to the flops estimate it sends the client
@@ -33,7 +33,7 @@ class FlopsEstimate:
 
 
 def _usable(avg: Average | AverageVar | None, threshold: float) -> bool:
-    # Strictly more samples than the threshold: seed 003's "above", and BOINC's own
+    # Strictly more samples than the threshold: the design says "above", as BOINC's own
     # estimate_flops (et.n > MIN_HOST_SAMPLES, pfc.n > MIN_VERSION_SAMPLES). Credit's host
     # scaling counts n >= threshold, as BOINC's credit code does.
     return avg is not None and avg.n > threshold and math.isfinite(avg.avg) and avg.avg > 0

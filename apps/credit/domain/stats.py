@@ -1,4 +1,4 @@
-"""The credit statistics the server keeps (seed 003 "Database changes"), as values.
+"""The credit statistics the server keeps (the tables CreditNew's design adds), as values.
 
 The validator service loads these from the AppVersion and HostAppVersion rows, passes
 them to the domain functions, and writes back the values those return. "Not defined"
@@ -25,7 +25,7 @@ class AppVersionStats:
 
 @dataclass(frozen=True, slots=True)
 class HostAppVersionStats:
-    """Seed 003's host_app_version row, for a real version or an anonymous (-2..-6) one.
+    """The design's host_app_version row, for a real version or an anonymous (-2..-6) one.
 
     pfc         average of PFC/fpops_est of this host's validated jobs
     et          average of elapsed time/fpops_est (feeds the runtime estimate)

@@ -1,4 +1,4 @@
-"""Credit writes (seed 003): grant credit for validated jobs, record what happened to a host's
+"""Credit writes (docs/credit.md): grant credit for validated jobs, record what happened to a host's
 jobs, normalize app versions (the main feeder's pass) and decay recent average credit daily.
 
 ``work`` calls these with plain frozen dataclasses defined here, so ``credit`` never imports
@@ -7,8 +7,8 @@ version → host_app_version → account → team → per-app credit. The schedu
 its host_app_versions too, so validators neither deadlock with each other nor with it; on
 SQLite every write transaction holds the database lock, which serialises them anyway.
 
-The app_version pfc average is the row several validators update at once (seed 003: "we need
-to worry about atomic update"). Here it is read with SELECT ... FOR UPDATE inside the
+The app_version pfc average is the row several validators update at once (the design warns that
+its update must be atomic). Here it is read with SELECT ... FOR UPDATE inside the
 validator's transaction, updated with that transaction's samples in turn and written before
 commit, so no sample is lost whatever the number of validators.
 """

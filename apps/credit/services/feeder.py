@@ -1,4 +1,4 @@
-"""The main feeder's cross-version normalization, every 10 minutes (seed 003 "Feeder changes")."""
+"""The main feeder's cross-version normalization, every 10 minutes (docs/credit.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from apps.projects.services import DaemonPass, daemon_lock
 
 
 def credit_normalize_app(*, app_id: int) -> int:
-    """Recompute the app's versions' pfc_scale and app.min_avg_pfc (seed 003 "Feeder changes").
+    """Recompute the app's versions' pfc_scale and app.min_avg_pfc (docs/credit.md).
 
     Rows are locked while read and written, so a concurrent validator's pfc sample lands
     either before (and is counted) or after (and is kept). With the project's

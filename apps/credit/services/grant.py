@@ -1,4 +1,4 @@
-"""Granting credit for validated jobs (seed 003 "Validator changes"), with the values the
+"""Granting credit for validated jobs (CreditNew in the validator), with the values the
 validator passes in and gets back."""
 
 from __future__ import annotations
@@ -153,8 +153,8 @@ def credit_grant(
 def credit_grant_batch(
     *, workunits: Sequence[JudgedWorkunit], now: datetime, app: App | None = None
 ) -> list[list[ResultCredit]]:
-    """Credit for the newly valid results of several workunits of one app (seed 003
-    "Validator changes"), and the outcome of their newly invalid ones; for each workunit, the
+    """Credit for the newly valid results of several workunits of one app, as
+    CreditNew's validator grants it, and the outcome of their newly invalid ones; for each workunit, the
     credit of its valid jobs in their order.
 
     Per valid result: the host_app_version takes the valid outcome (probation, error rate) and

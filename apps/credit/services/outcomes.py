@@ -1,4 +1,4 @@
-"""Error rate, host punishment and scale probation for judged jobs (seed 003)."""
+"""Error rate, host punishment and scale probation for judged jobs (docs/credit.md)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class HostOutcome:
 def host_app_versions_record_outcomes(
     *, outcomes: Sequence[HostOutcome], now: datetime, app: App | None = None
 ) -> int:
-    """Seed 003 error rate, host punishment and scale probation for judged jobs.
+    """CreditNew's error rate, host punishment and scale probation for judged jobs.
 
     VALID: consecutive valid, probation may end; INVALID: error rate up, consecutive valid
     reset; TIMEOUT: the daily quota loses one job, error rate up, probation (the domain caps

@@ -1,5 +1,5 @@
-"""Partial credit (seed 003: projects that grant credit by trickle-up messages "substitute
-'partial job' for 'job'"): a stretch of a running job's runtime credited as CreditNew
+"""Partial credit (CreditNew's design lets projects that grant credit by trickle-up messages
+treat a partial job as a job): a stretch of a running job's runtime credited as CreditNew
 credits a whole job, and recorded so the job's validation grants only the rest."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Backoff timers: per (project, resource type) for work fetch, and per project for RPCs.
 
-Seed 000: the per-resource interval doubles, up to one day, each time work of that type was
+The work-fetch design: the per-resource interval doubles, up to one day, each time work of that type was
 asked for and none came, and is cleared by any job of that type. BOINC starts the doubling
 at 600 s and randomises the delay to (0.5 + U) times the interval; the
 delay is also capped at the one-day limit here so no backoff ever outlasts it.
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from apps.emulator.domain.model import DAY
 
 MIN_BACKOFF_INTERVAL = 600.0  # WF_MIN_BACKOFF_INTERVAL
-MAX_BACKOFF_INTERVAL = DAY  # seed 000: "doubled up to a limit (1 day)"
+MAX_BACKOFF_INTERVAL = DAY  # the work-fetch design doubles it up to one day
 
-# Seed 002's client had only a project-wide RPC backoff (SCHED_RETRY_DELAY_MIN/MAX).
+# The 4.x client had only a project-wide RPC backoff (SCHED_RETRY_DELAY_MIN/MAX).
 MIN_RPC_BACKOFF = 60.0
 MAX_RPC_BACKOFF = 4 * 3600.0
 
@@ -69,5 +69,5 @@ def backoff_after_no_work(
 
 
 def backoff_cleared() -> Backoff:
-    """A job of the type arrived: the type is no longer backed off (seed 000)."""
+    """A job of the type arrived: the type is no longer backed off (the work-fetch design)."""
     return Backoff()

@@ -1,4 +1,4 @@
-"""Debt arithmetic of the debt-based client policies (seeds 000 and 002), as pure functions.
+"""Debt arithmetic of the debt-based policies (the 4.x client, the 6.x work-fetch design), as pure functions.
 
 Debts are in device instance-seconds of one resource type. Every function returns a new
 dict and leaves its inputs alone, so the policies can keep plain dicts as state.
@@ -20,7 +20,7 @@ def adjust_debts(
     dt: float,
     ninstances: float,
 ) -> dict[str, float]:
-    """Seed 000: each debt-eligible project gains what it was owed minus what it got.
+    """The work-fetch design: each debt-eligible project gains what it was owed minus what it got.
 
     It was owed ``dt * ninstances`` times its share among the eligible projects, and got its
     instance-seconds ``used``. An offset spread over the eligible projects then makes the net
@@ -44,7 +44,7 @@ def adjust_debts(
 
 
 def normalize_max_zero(debts: Mapping[str, float]) -> dict[str, float]:
-    """Seed 000: shift all debts so the largest is zero; a newly attached project (debt 0)
+    """The work-fetch design: shift all debts so the largest is zero; a newly attached project (debt 0)
     therefore starts level with the most-owed project instead of ahead of or behind it."""
     if not debts:
         return {}
@@ -61,7 +61,7 @@ def update_long_term_debts(
     dt: float,
     ninstances: float,
 ) -> dict[str, float]:
-    """One seed-000 long-term-debt step for one resource type: adjust, then max-zero offset."""
+    """One long-term-debt step of the work-fetch design for one resource type: adjust, then offset."""
     adjusted = adjust_debts(debts, shares=shares, used=used, eligible=eligible, dt=dt, ninstances=ninstances)
     return normalize_max_zero(adjusted)
 
@@ -79,7 +79,7 @@ def update_short_term_debts(
     """Client 6.6's per-resource short-term debt, which orders jobs on that resource.
 
     Only projects with runnable jobs for the resource take part; the others are reset to
-    zero (as seed 002 does for its single debt). The runnable projects' debts are then
+    zero (as the 4.x client does for its single debt). The runnable projects' debts are then
     shifted to mean zero and clamped to +/- ``max_debt``, as 6.6's ``adjust_debts`` did
     ("normalize so mean is zero"). Unlike a zero-sum offset, the shift re-centres the
     debts whenever the runnable set changes: a project left alone with work drops to zero,
@@ -101,7 +101,7 @@ def update_v4_debts(
     work_done: Mapping[str, float],
     runnable: Collection[str],
 ) -> dict[str, float]:
-    """Seed 002's ``schedule_cpus`` debt step.
+    """The 4.x client's ``schedule_cpus`` debt step.
 
     A project without runnable results has its debt reset to zero and its share left out;
     the others gain their share of all CPU time done this period minus their own CPU time.
@@ -123,5 +123,5 @@ def overall_debt(
     debts_by_resource: Mapping[ProcType, Mapping[str, float]],
     relative_speed: Mapping[ProcType, float],
 ) -> float:
-    """Seed 000's overall LTD: the per-resource debts weighted by resource speed."""
+    """The work-fetch design's overall LTD: the per-resource debts weighted by resource speed."""
     return sum(debts.get(project, 0.0) * relative_speed[proc] for proc, debts in debts_by_resource.items())

@@ -18,8 +18,8 @@ DAY = 86400.0
 class PolicyName(StrEnum):
     """The client policies the emulator can run; the value is the name admins type."""
 
-    V4 = "v4"  # seed 002: CPU debt scheduling, ETTPRC work fetch, no GPUs
-    V6_GPU = "v6-gpu"  # seed 000: per-resource backoff and long-term debt (client 6.6)
+    V4 = "v4"  # the 4.x client: CPU debt scheduling, ETTPRC work fetch, no GPUs
+    V6_GPU = "v6-gpu"  # the 6.x work-fetch design: per-resource backoff and long-term debt (client 6.6)
     REC = "rec"  # recent estimated credit and buffer hysteresis (client 7+)
 
 
@@ -52,7 +52,7 @@ class HostSpec:
         return rsc
 
     def relative_speed(self, proc_type: ProcType) -> float:
-        """FLOPS of one instance relative to one CPU, the weight of seed 000's overall debt."""
+        """FLOPS of one instance relative to one CPU, the weight of the work-fetch design's overall debt."""
         rsc = self.resource(proc_type)
         return 0.0 if rsc is None else rsc.flops / self.cpu.flops
 
@@ -90,7 +90,7 @@ class AppSpec:
 
 @dataclass(frozen=True, slots=True)
 class QueuedJobSpec:
-    """A job already on the host when the project is attached (e.g. seed 000 Example 2's A)."""
+    """A job on the host when its project is attached (as A's in the work-fetch design's Example 2)."""
 
     app: str
     proc_type: ProcType
@@ -115,8 +115,8 @@ class ProjectSpec:
 class ClientPrefs:
     """Client preferences and emulator knobs.
 
-    ``work_buf_min`` is seed 000's connect interval CI and ``work_buf_additional`` its AW;
-    ``connection_period`` is seed 002's T (defaults to CI). ``poll_interval`` is how often the
+    ``work_buf_min`` is the work-fetch design's connect interval CI and ``work_buf_additional`` its AW;
+    ``connection_period`` is the 4.x client's T (defaults to CI). ``poll_interval`` is how often the
     emulator runs work fetch between events; rescheduling with preemption happens every
     ``cpu_scheduling_period``.
     """

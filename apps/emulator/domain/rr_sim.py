@@ -1,4 +1,4 @@
-"""Round-robin simulation of the queued jobs (seed 000 "Do a round-robin simulation").
+"""Round-robin simulation of the queued jobs (the work-fetch design's first step).
 
 On each resource type, the projects with jobs for it share its instances in proportion to
 their resource shares (a project that cannot use its whole part gives the rest to the

@@ -11,9 +11,9 @@ The format (times in days, speeds in FLOPS, job sizes in floating-point operatio
         - {type: CPU, ninstances: 1, flops: 1.0e9}
         - {type: NVIDIA, ninstances: 1, flops: 2.0e9}
     client:                       # all optional
-      work_buf_min_days: 0.1      # seed 000's CI
-      work_buf_additional_days: 0.25   # seed 000's AW
-      connection_period_days: 0.1 # seed 002's T (defaults to work_buf_min_days)
+      work_buf_min_days: 0.1      # the work-fetch design's CI
+      work_buf_additional_days: 0.25   # the work-fetch design's AW
+      connection_period_days: 0.1 # the 4.x client's T (defaults to work_buf_min_days)
       cpu_scheduling_period: 3600 # seconds
       poll_interval: 3600         # seconds between work-fetch polls
       rec_half_life_days: 10

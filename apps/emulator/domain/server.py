@@ -24,7 +24,7 @@ class WorkRequest:
     """A scheduler request's work fields.
 
     A new-style request (``rsc_spec_request``) carries ``req_secs`` / ``req_instances`` per
-    resource type (seed 000); an old one (seed 002's client) only ``work_req_seconds`` and
+    resource type (the work-fetch design); an old one (the 4.x client) only ``work_req_seconds`` and
     reports no coprocessors, so it can only be sent CPU jobs.
     """
 

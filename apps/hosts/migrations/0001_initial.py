@@ -80,7 +80,7 @@ class Migration(migrations.Migration):
                 ('turnaround_q', models.FloatField(default=0, help_text='turnaround: running sum of squares')),
                 ('host_scale_time', models.FloatField(default=0, help_text='Unix time before which host scaling is not used')),
                 ('scale_probation', models.BooleanField(default=True)),
-                ('error_rate', models.FloatField(default=0.1, help_text='Initial 0.1: replicate for a while (seed 003)')),
+                ('error_rate', models.FloatField(default=0.1, help_text='Initial 0.1: replicate for a while')),
                 ('max_jobs_per_day', models.IntegerField(default=0, help_text='0 = initialise from the app/project quota')),
                 ('n_jobs_today', models.PositiveIntegerField(default=0)),
                 ('consecutive_valid', models.PositiveIntegerField(default=0)),

@@ -1,4 +1,4 @@
-"""The locality pick (seed 004): which file to work on and which results to send.
+"""The locality pick (docs/locality.md): which file to work on and which results to send.
 
 Hosts that already hold large files get more results for those files; hosts holding
 none get a file from the working set, or a deterministic fallback when the working-set
@@ -55,7 +55,7 @@ def next_results_for_file(
 ) -> list[int]:
     """Result ids of ``file_name`` to try sending to the user, in the order to try them.
 
-    Seed 004's invariant: for a user/file pair results go out in increasing id order,
+    BOINC's design keeps this invariant: for a user/file pair results go out in increasing id order,
     so only ids above the user's last sent one qualify, and the scan can resume from
     there without remembering skipped results. With ``one_result_per_user_per_wu``,
     workunits the user already has are skipped and at most one result per workunit
@@ -115,7 +115,7 @@ def decide_file_without_results(
     wait_period: float,
     already_waited: bool,
 ) -> NoResultsAction:
-    """Seed 004's handling of a host's file with no sendable results.
+    """The design's handling of a host's file with no sendable results.
 
     ``has_unsent_results``: the file still has unsent results (excluded for this user,
     or not feasible for this host). ``no_work_available``: the project marked that no
@@ -124,7 +124,7 @@ def decide_file_without_results(
     ``locality_scheduling_wait_period``; > 0 means on-demand generation is in use.
     ``already_waited``: this is the one additional attempt, after sleeping.
 
-    The seed's wait is "notify, sleep, query again" once: when the additional attempt
+    The design waits once (notify the generator, sleep, query again): when the additional attempt
     (or a wait that ended without work) still finds nothing, the file is handled as one
     with no results available, as without on-demand generation (marked files_no_work,
     and deleted unless unfinished workunits may still spawn results). The need-work
@@ -173,7 +173,7 @@ def choose_file_for_new_host(
 ) -> str | Literal[Fallback.FALLBACK]:
     """A uniformly random working-set file for a host holding none, else FALLBACK.
 
-    Seed 004 picks once and falls back if the pick is excluded for the user; Einstein's
+    BOINC's design picks once and falls back if the pick is excluded for the user; Einstein's
     scheduler tries up to 5 times (``attempts``) before falling back.
     """
     files = sorted(set(working_set))
@@ -189,7 +189,7 @@ def choose_file_for_new_host(
 def least_held_files(working_set: Iterable[str], holders: Mapping[str, int]) -> set[str]:
     """The working-set files the fewest active hosts hold (``holders``; absent = 0).
 
-    Seed 004 picks "uniformly (randomly or sequentially)" from the working set; picking
+    BOINC's design picks uniformly (randomly or sequentially) from the working set; picking
     uniformly among the least-held files is the sequential variant without shared
     state: successive new hosts go round the set, so each file reaches M hosts before
     any gets M + 1, instead of the Poisson spread of independent random picks.
@@ -212,7 +212,7 @@ def choose_balanced_file_for_new_host(
 
     FALLBACK also when even the least-held file already has ``target_hosts`` (M)
     holders: the set is saturated (its files' hosts are still on them), and a host
-    joining one would only split work M hosts can finish. Seed 004 wants each file on
+    joining one would only split work M hosts can finish. The design wants each file on
     about M hosts to keep downloads down, and picks inside the set only so that they
     spread over it; the caller then starts the host on a file outside the set. (A
     uniform pick regardless doubles the downloads per file in the simulation, because

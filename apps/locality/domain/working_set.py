@@ -1,4 +1,4 @@
-"""One pass of the working-set manager (seed 004).
+"""One pass of the working-set manager (docs/locality.md).
 
 The working set is the few files (about N/M) that hosts holding no file are started
 on. The scheduler marks files in which it found no sendable result ("files_no_work");

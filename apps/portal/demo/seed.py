@@ -333,7 +333,7 @@ def _write_outputs(project: Project, result: Result, text: str) -> None:
 def _sequences(
     project: Project, app: App, hosts: list[Host], rng: random.Random, now: datetime, past: Timeline
 ) -> list[WorkSequence]:
-    """Work sequences (seed 001) in several states, made by the creation service: a climate run
+    """Work sequences in several states, made by the creation service: a climate run
     in progress on a host (past a checkpoint), one waiting for a host, a folding trajectory in
     progress and one the project ends (``demo_seed``, once the past is replayed). Every step
     reads the demo input as in.txt, so the demo worker can run them; its out.txt is the

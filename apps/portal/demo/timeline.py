@@ -10,7 +10,7 @@ app version and the day's history), the assimilator's pass, and update_stats eve
 (RAC decay and each day's credit history). Totals, recent averages and their times then agree
 as a real project's do, since they were made the same way.
 
-The seed writes each result's final state at once, so a workunit is transitioned only once
+``seed_demo`` writes each result's final state at once, so a workunit is transitioned only once
 its last replica has reported or timed out, and the validator and assimilator passes only
 see the workunits the transitioner has flagged by then.
 """

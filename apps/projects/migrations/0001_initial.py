@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
                 ('max_wus_in_progress', models.PositiveIntegerField(default=0, help_text='Per CPU; 0 = no limit.')),
                 ('max_wus_in_progress_gpu', models.PositiveIntegerField(default=0, help_text='Per GPU; 0 = no limit.')),
                 ('gpu_multiplier', models.PositiveIntegerField(default=1)),
-                ('daily_result_quota', models.PositiveIntegerField(default=200, help_text='Initial max jobs per day per host_app_version (seed 003), per CPU/GPU.')),
+                ('daily_result_quota', models.PositiveIntegerField(default=200, help_text='Initial max jobs per day per host_app_version, per CPU/GPU.')),
                 ('report_grace_period', models.PositiveIntegerField(default=3600, help_text='Seconds after the deadline.')),
                 ('resend_lost_results', models.BooleanField(default=False)),
                 ('one_result_per_user_per_wu', models.BooleanField(default=False)),

@@ -14,27 +14,27 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='project',
             name='credit_claim_cap',
-            field=models.FloatField(default=10, help_text="Before a host's own average can normalize its claims (its first jobs), a claim is capped at this many times its app version's typical job; 0 = no cap. Not in seed 003 or BOINC.", validators=[django.core.validators.MinValueValidator(0)]),
+            field=models.FloatField(default=10, help_text="Before a host's own average can normalize its claims (its first jobs), a claim is capped at this many times its app version's typical job; 0 = no cap. Not in BOINC's design or code.", validators=[django.core.validators.MinValueValidator(0)]),
         ),
         migrations.AddField(
             model_name='project',
             name='credit_host_sample_cap',
-            field=models.FloatField(default=10, help_text="The same cap for a host's own averages (seed 003: 'maybe 10 for hosts').", validators=[django.core.validators.MinValueValidator(1)]),
+            field=models.FloatField(default=10, help_text="The same cap for a host's own averages (the design suggests 10).", validators=[django.core.validators.MinValueValidator(1)]),
         ),
         migrations.AddField(
             model_name='project',
             name='credit_host_scale_max',
-            field=models.FloatField(default=10, help_text="Host normalization never multiplies a claim by more than this (seed 003: 'say, 10').", validators=[django.core.validators.MinValueValidator(1)]),
+            field=models.FloatField(default=10, help_text="Host normalization never multiplies a claim by more than this (the design suggests 10).", validators=[django.core.validators.MinValueValidator(1)]),
         ),
         migrations.AddField(
             model_name='project',
             name='credit_version_median',
-            field=models.BooleanField(default=True, help_text="Every 10 minutes, set each app version's PFC average to the sample-median of its hosts' averages (seed 003's remedy), so that no single host can move it. Off: the plain running average, which one inflating host can raise for everyone."),
+            field=models.BooleanField(default=True, help_text="Every 10 minutes, set each app version's PFC average to the sample-median of its hosts' averages (the design's remedy), so that no single host can move it. Off: the plain running average, which one inflating host can raise for everyone."),
         ),
         migrations.AddField(
             model_name='project',
             name='credit_version_sample_cap',
-            field=models.FloatField(default=10, help_text="A job's PFC sample is capped at this many times its app version's average before it enters that average (seed 003's X, 'maybe 100'; BOINC's code uses 10).", validators=[django.core.validators.MinValueValidator(1)]),
+            field=models.FloatField(default=10, help_text="A job's PFC sample is capped at this many times its app version's average before it enters that average (the design suggests 100; BOINC's code uses 10).", validators=[django.core.validators.MinValueValidator(1)]),
         ),
         migrations.AddField(
             model_name='project',

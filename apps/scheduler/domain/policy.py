@@ -1,9 +1,9 @@
-"""What to send: the scheduler's per-resource work request rules (seed 000, "Scheduler changes").
+"""What to send: the scheduler's per-resource work request rules (docs/protocol.md).
 
 Pure functions and a small mutable request-state object; the service feeds them numbers
 read from the request and the database and applies the decisions.
 
-Seed 000's rules, as implemented here:
+BOINC's per-resource rules, as implemented here:
 * a request is new-style (``rsc_spec_request``) when it carries per-resource fields;
   then a job of a resource type is sent only if that type's request is non-zero;
 * ``work_needed()`` is true while some resource still needs seconds or instances (and
@@ -49,7 +49,7 @@ class WorkNeed:
     njobs_sent: int = 0
 
     def needs(self, proc_type: ProcType) -> bool:
-        """Is more work of this resource type wanted (seed 000's per-type rule)?"""
+        """Is more work of this resource type wanted (the per-type rule)?"""
         if proc_type in self.disallowed:
             return False
         resource = self.resources.get(proc_type)
@@ -245,7 +245,7 @@ class VersionOption:
 
 
 def choose_version(options: Iterable[VersionOption], need: WorkNeed) -> VersionOption | None:
-    """The fastest version among those whose resource still needs work (seed 000)."""
+    """The fastest version among those whose resource still needs work."""
     usable = [o for o in options if need.needs(o.proc_type) and o.projected_flops > 0]
     if not usable:
         return None

@@ -62,7 +62,7 @@ def scheduler_request_handle(
     4. apply and acknowledge reported results;
     5. tell the host which of its results to abort;
     6. resend the host's lost results (resend_lost_results), or else send work, per
-       resource (seed 000), from the sequence, locality and general sources;
+       resource (docs/protocol.md, work requests), from the sequence, locality and general sources;
     7. store the trickle-ups (acknowledged) and take the host's pending trickle-downs;
     8. build the reply with the user's and host's credit.
     """
@@ -116,7 +116,7 @@ def scheduler_request_handle(
             ctx.message(
                 f"This project doesn't support computers of type {ctx.req.platform_name}", notice=True
             )
-        # Seed 001: sequence notices and the two-steps-ahead floor, whatever the request asks.
+        # Sequence notices and the two-steps-ahead floor (docs/sequences.md), whatever the request asks.
         sequences_prepare(ctx, versions, work_need)
         with stage("dispatch"):
             _send_work(ctx, versions)
@@ -126,7 +126,7 @@ def scheduler_request_handle(
         trickles_exchange(ctx)
         ctx.global_prefs_out = global_prefs_exchange(ctx)
         reply = reply_build(ctx, no_rsc_apps=_no_rsc_apps(ctx, versions))
-    # Seed 004: wait for on-demand locality work after the commit, holding no transaction.
+    # Locality scheduling: wait for on-demand work after the commit, holding no transaction.
     reply = locality_retry_after_commit(ctx, reply)
     jobs_dispatched_count(project=project.slug, resources=(job.option.proc_type.value for job in ctx.sent))
     return reply

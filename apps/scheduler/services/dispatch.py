@@ -358,7 +358,7 @@ class Dispatcher:
         return True
 
     def _count_on_host_app_version(self, option: VersionOption, delay_bound: float) -> None:
-        """n_jobs_today += 1, and start the probation clock (seed 003 cherry picking)."""
+        """n_jobs_today += 1, and start the probation clock (scale probation against cherry picking)."""
         key = self.versions.hav_key(option)
         hav = self.versions.havs.get(key)
         if hav is None:
@@ -517,7 +517,7 @@ def unsent_window(
     ]
     params: list[object] = [ctx.project.id, *app_ids, host.id]
     if ctx.project.locality_scheduling:
-        # Seed 004: FILENAME__* work is sent only by the locality source, which
+        # Locality scheduling: FILENAME__* work is sent only by the locality source, which
         # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
         where.append(" AND w.locality_file_name = ''")
     classes = homogeneity.window_filter(app_ids) if homogeneity is not None else None

@@ -12,7 +12,7 @@ Two of BOINC's rules (sched/handle_request.cpp mark_results_over, sched/sched_re
   time, is made to time out now so the transitioner does the rest.
 
 Work-sequence steps are left to the sequence source, which resends and relocates them
-by the rules of seed 001.
+by the rules in docs/sequences.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The request's per-resource ask (seed 000) as the work-send policy's mutable state: the RPC
+"""The request's per-resource ask as the work-send policy's mutable state: the RPC
 builds it, and so does the locality source's second pass after the commit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from apps.scheduler.services.hosts import host_instances
 
 
 def work_need(ctx: RpcContext) -> WorkNeed:
-    """The request's per-resource ask (seed 000) as the policy's mutable state."""
+    """The request's per-resource ask as the policy's mutable state."""
     req, account = ctx.req, ctx.account
     assert account is not None
     wr = req.work_request

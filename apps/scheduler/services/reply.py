@@ -141,7 +141,7 @@ def _work_elements(ctx: RpcContext) -> _WorkElements:
     refs_by_wu: dict[int, list[WorkunitFileRef]] = {}
     for ref in file_refs_with_inputs(list(wu_ids), _REF, _INPUT):
         refs_by_wu.setdefault(ref.workunit_id, []).append(ref)
-    # Seed 001: a sequence step reads the state its predecessor left on this host; such an
+    # A work-sequence step reads the state its predecessor left on this host; such an
     # input is declared as the host's own output file, never as a download.
     assert ctx.host is not None  # work is sent to an authenticated host
     own_states = (
@@ -274,7 +274,7 @@ def _app_version_desc(job: SentJob, version: AppVersion, app_name: str) -> AppVe
 def _upload_file_info(ctx: RpcContext, output: OutputFile) -> FileInfoDesc:
     project = ctx.project
     if not output.upload:
-        # Seed 001: a sequence step's state file stays on the host for the next step.
+        # A work-sequence step's state file stays on the host for the next step.
         return FileInfoDesc(
             name=output.name, max_nbytes=output.max_nbytes, generated_locally=True, sticky=True
         )

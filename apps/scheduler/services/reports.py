@@ -177,7 +177,7 @@ def _output_files_update(
 
 
 def _host_app_versions_update(ctx: RpcContext, results: list[Result]) -> None:
-    """Seed 003 host punishment: a crash costs one job of the daily quota (an abort does
+    """CreditNew's host punishment: a crash costs one job of the daily quota (an abort does
     not), a success doubles it, and errors raise the error rate and start scale probation."""
     host = ctx.host
     assert host is not None

@@ -124,7 +124,7 @@ def host_app_versions_save(ctx: RpcContext) -> None:
 
 
 def host_versions(ctx: RpcContext) -> HostVersions:
-    """Usable versions per app, with projected FLOPS (seed 003 runtime estimates)."""
+    """Usable versions per app, with projected FLOPS (CreditNew's runtime estimates)."""
     host = ctx.host
     assert host is not None
     catalog = project_catalog(ctx.project)
@@ -213,7 +213,7 @@ def version_option(
 
 
 def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResources) -> None:
-    """Anonymous platform: the client's own app_versions are the menu (seed 003 -2/-3/-4)."""
+    """Anonymous platform: the client's own app_versions are the menu (BOINC's -2/-3/-4 version ids)."""
     by_name = {a.name: a for a in out.apps.values()}
     assert ctx.account is not None
     allow_beta = ctx.prefs.allow_beta_work
@@ -233,7 +233,7 @@ def _anonymous_options(ctx: RpcContext, out: HostVersions, resources: HostResour
         peak = cav.avg_ncpus * resources.p_fpops + (gpu_usage * gpu_info.peak_flops if gpu_info else 0.0)
         hav = out.havs.get((app.id, None, proc_type.value))
         # The client's own FLOPS figure (6.12+ clients always send one), corrected by this
-        # host's elapsed-time statistics once they pass the threshold (seed 003).
+        # host's elapsed-time statistics once they pass the threshold (docs/credit.md).
         claimed = cav.flops if cav.flops > 0 else peak
         estimate = estimate_flops(peak_flops=claimed, hav_et=hav.et if hav else None)
         flops = estimate.flops
@@ -302,7 +302,7 @@ def _roll_daily_counts(ctx: RpcContext, out: HostVersions) -> None:
 
 
 def _apply_quotas(ctx: RpcContext, out: HostVersions) -> None:
-    """Each option's daily job limit (seed 003 host punishment), checked per job later.
+    """Each option's daily job limit (CreditNew's host punishment), checked per job later.
 
     The limit is max_jobs_per_day × CPUs (or GPUs × gpu_multiplier), and 1 when the host
     has been punished down to 1. The CPUs are the reported ones (capped), not the share the

@@ -1,4 +1,4 @@
-"""Operators' API for work sequences (seed 001): list, create, extend, end, relocate.
+"""Operators' API for work sequences (docs/sequences.md): list, create, extend, end, relocate.
 
 ``/api/v1/projects/<slug>/sequences/`` (admin users only, the API's default permission). Creating
 takes the step template of a batch job (apps.work.api.serializers) plus the sequence fields; the

@@ -1,4 +1,4 @@
-"""Head bookkeeping and relocation of work sequences (seed 001; decisions in rules.py).
+"""Head bookkeeping and relocation of work sequences (decisions in rules.py).
 
 The sequence-deadline daemon, one pass per sequence:
 
@@ -6,10 +6,10 @@ The sequence-deadline daemon, one pass per sequence:
 2. find dispatched steps after the checkpoint that missed their deadline or failed;
 3. if any: deassign and prepare the restart after the checkpoint (``relocation_plan``).
 
-Where a relocated sequence restarts. Seed 001 keeps a sequence's state on its host between steps
-and has it uploaded only at restartable steps ("we make every 7th result restartable and set the
-XML file infos so that the large state files will be uploaded"); the head links to "the first
-workunit in the sequence for which no validated result has been received". So the only states the
+Where a relocated sequence restarts. BOINC's design keeps a sequence's state on its host between
+steps and has it uploaded only at restartable steps (its climate example makes every 7th result
+restartable, with file infos that upload the large state files); the head links to the first
+workunit in the sequence without a validated result. So the only states the
 server holds are the initial one and those of validated restartable steps, and the restart point is
 just after the last of them. A step validated after that point (in the climate example, any of the
 first six before step 7 validated) produced a state that never left the old host: nothing can

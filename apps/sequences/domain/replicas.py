@@ -1,5 +1,5 @@
-"""Redundancy for work sequences (seed 001, "corresponding groups of results belong to different
-workunits"): replica chains compared at restartable checkpoints.
+"""Redundancy for work sequences (in BOINC's design, corresponding groups of results belong to
+different workunits): replica chains compared at restartable checkpoints.
 
 Design. A replicated sequence is R independent chains (each its own ``SequenceSnapshot`` with
 its own step workunits), assigned to R different hosts (``replica_host_allowed``). Step k of
@@ -14,7 +14,7 @@ Checkpoint step workunits of replicated chains are therefore validated by this c
 the per-workunit validator. A chain that has not reached k yet is pending; once a consensus
 exists, it is compared with the canonical result when it arrives (pass ``canonical``).
 
-Trade-off. Comparing only at checkpoints keeps the seed's point (state files are uploaded only
+Trade-off. Comparing only at checkpoints keeps the design's point (state files are uploaded only
 every k-th step), at three costs: (1) a faulty host wastes up to one checkpoint interval of work,
 and in a chain that is later found wrong every step since the previous checkpoint is redone;
 (2) the REPORT outputs of the steps between checkpoints are not compared (a service may compare
@@ -76,7 +76,7 @@ def replica_host_allowed(
     Agreement must be independent, so never a host that holds a sibling chain or computed a
     sibling's result that still counts (``sibling_host_ids``); results found INVALID or retired
     do not count, so a host whose chain was restarted may re-run another one. Right after the
-    chains disagreed (``fresh_host_wanted``: for one delay bound, like the seed's relocation
+    chains disagreed (``fresh_host_wanted``: for one delay bound, like the relocation
     rule), a host that computed a result found INVALID in the group (``disagreed_host_ids``) is
     passed over too, so that a host that ran neither disagreeing chain re-runs it when there is
     one; after that the old hosts may have it, so a project with few hosts is not stuck.
@@ -88,7 +88,7 @@ def replica_host_allowed(
 
 def fresh_host_until(relocated_at: float | None, *, delay_bound: float) -> float | None:
     """Until when a chain that moved at ``relocated_at`` wants a host that computed no result
-    found INVALID in its group: one delay bound, as the seed passes over the old host that long."""
+    found INVALID in its group: one delay bound, as relocation passes over the old host that long."""
     return None if relocated_at is None else relocated_at + delay_bound
 
 

@@ -1,6 +1,6 @@
-"""Work sequences (seed 001): pure rules for the head record, sending, relocation and extension.
+"""Work sequences (docs/sequences.md): pure rules for the head record, sending, relocation and extension.
 
-BOINC never built this; the seed is the spec and the decisions below are this
+BOINC designed this but never built it; the decisions below are this
 project's. A sequence W0..Wn-1 is a chain of workunits (``SequenceStep``; indices are 0-based)
 represented by a head record (``SequenceSnapshot``); each step workunit has one current result
 in the chain. Functions return new snapshots or plans; the services write them.
@@ -18,7 +18,7 @@ Decisions:
   not hold it: after relocation, that is the checkpoint state the server has.
 * **Sending.** Undispatched steps go out in index order from ``first_undispatched_index``,
   never skipping one and never beyond the known steps. The request decides how many, but the host
-  always gets enough to hold ``min_ahead`` (2, the seed's number) unfinished steps, so it never
+  always gets enough to hold ``min_ahead`` (2, the design's number) unfinished steps, so it never
   idles while its upload of the previous state is in flight. That floor applies even when the
   request asks for nothing, since an assigned sequence stalls otherwise; the sequence-mix bound
   (``max_sequence_jobs``) caps only the request-driven part, so non-sequence work is not starved.
@@ -29,7 +29,7 @@ Decisions:
   restartable step with a validated result (or from the start): every dispatched step after it
   gets a new result and ``first_undispatched_index`` returns to just after it. Steps up to the
   checkpoint are never re-created; a validated step after it is re-opened and recomputed, since
-  its state never left the old host (the reading of the seed is in relocation.py). After
+  its state never left the old host (the reading of the design is in relocation.py). After
   ``max_relocations`` the sequence goes to ERROR instead of looping on a step that always fails.
   While the host holds the sequence, no step goes to it after an earlier one failed there
   (``results_to_send``): that step's successors could never run.

@@ -1,4 +1,4 @@
-"""Value types of work sequences (seed 001); the rules live in rules.py."""
+"""Value types of work sequences; the rules live in rules.py."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ class Migration(migrations.Migration):
                         ('first_unvalidated', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='work.workunit')),
                         ('head_workunit', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='work.workunit')),
                         ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sequences', to='projects.project')),
-                        ('relocated_from', models.ForeignKey(blank=True, help_text='The host it was last taken from; for one delay bound it goes to another host (seed 001)', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='hosts.host')),
+                        ('relocated_from', models.ForeignKey(blank=True, help_text='The host it was last taken from; for one delay bound it goes to another host', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='hosts.host')),
                         ('replica_of', models.ForeignKey(blank=True, help_text='Redundancy: this chain replicates another and is compared with it', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='replicas', to='sequences.worksequence')),
                     ],
                     options={

@@ -1,4 +1,4 @@
-"""Work sequences (seed 001): the services, in one place for callers.
+"""Work sequences (docs/sequences.md): the services, in one place for callers.
 
 * creation: ``sequence_create`` (create_work --sequence, the admin, the operators' API; it checks
   max_result_time against the delay-bound cap here, every caller coming through this module) and

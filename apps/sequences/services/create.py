@@ -1,5 +1,5 @@
-"""Creating and extending work sequences (seed 001: "A project creates a work sequence using the
-create_work utility ... which may be extended later").
+"""Creating and extending work sequences: a project creates one with create_work (or the admin,
+or the API) and may extend it later (docs/sequences.md).
 
 ``sequence_create`` makes the head record and the first steps, one INACTIVE result each. A
 fixed-length sequence (``length``) gets all its steps at once and its last step uploads the final
@@ -185,7 +185,7 @@ def sequence_extend(
     """Append steps to a live, open-ended sequence (admin, API, or a hook outside a refresh).
 
     With redundancy every replica chain is extended alike, since the chains are compared
-    step by step (seed 001, "Redundancy"). Returns the steps added to ``sequence_id``'s chain.
+    step by step (docs/sequences.md, "Redundancy"). Returns the steps added to ``sequence_id``'s chain.
     """
     now = now or clock.now()
     steps_count_check(n_steps)

@@ -1,6 +1,6 @@
-"""The sequence-deadline daemon (seed 001: "A BOINC daemon process periodically checks for work
-sequences for which some result, dispatched to the currently assigned host, has missed its
-deadline. It then deassigns the work sequence, and prepares it for reassignment").
+"""The sequence-deadline daemon: BOINC's design has a daemon that periodically finds work
+sequences with a result, dispatched to the assigned host, that missed its deadline, deassigns
+them and prepares them for another host (docs/sequences.md).
 
 One pass (``sequence_deadlines_check``) per project, at most ``limit`` sequences:
 

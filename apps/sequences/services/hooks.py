@@ -1,6 +1,5 @@
-"""The project's say in a sequence's future (seed 001: "The project's result-handling program, when
-it has processed a completed result from a work sequence, may generate additional work units and
-results in the sequence ... or it may specify that the sequence has ended").
+"""The project's say in a sequence's future: in BOINC's design the project's result handling,
+after a step's result, may add steps to the sequence or end it (docs/sequences.md).
 
 An app names a hook in ``App.sequence_hook`` (a dotted path); it is called with a
 ``SequenceProgress`` after a step of one of the app's sequences validated (and by the

@@ -1,4 +1,4 @@
-"""A host's side of its work sequences, for the scheduler RPC (seed 001): taking a sequence,
+"""A host's side of its work sequences, for the scheduler RPC: taking a sequence,
 letting go of one it was told has ended, and the state files it holds.
 
 The scheduler's sequence source (apps.scheduler.services.sources.sequences) decides when;

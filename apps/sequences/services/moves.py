@@ -1,4 +1,4 @@
-"""Applying the domain's relocation and end plans to a loaded, locked chain (seed 001).
+"""Applying the domain's relocation and end plans to a loaded, locked chain (docs/sequences.md).
 
 Relocation (``relocation_apply``), for a ``RelocationPlan`` from apps.sequences.domain.rules:
 
@@ -98,7 +98,7 @@ def relocation_apply(chain: Chain, plan: RelocationPlan, *, now: datetime) -> No
     for j in range(restart + 1, min(old_first_undispatched + 1, n)):
         state_inputs_link(chain.workunits[j], chain.results[j - 1])
     if chain.head.assigned_host_id is not None and plan.sequence.assigned_host_id is None:
-        # Seed 001: relocating shifts the sequence "to another host", not back to this one.
+        # The design relocates a sequence to another host, not back to this one.
         chain.head.relocated_from_id = chain.head.assigned_host_id
         chain.head.relocated_time = now
         chain.head.save(update_fields=["relocated_from", "relocated_time"])

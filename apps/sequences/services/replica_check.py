@@ -1,4 +1,4 @@
-"""Redundancy for work sequences: replica chains compared at checkpoints (seed 001; the design
+"""Redundancy for work sequences: replica chains compared at checkpoints (the design
 and its trade-off are in apps/sequences/domain/replicas.py).
 
 With ``App.sequence_redundancy`` on, ``sequence_create`` makes R chains (``replica_of`` the first)
@@ -103,7 +103,7 @@ def chain_fresh_host_until(head: WorkSequence) -> float | None:
 
 def replica_host_fits(head: WorkSequence, host_id: int, *, now: datetime) -> bool:
     """Whether ``host_id`` may take the chain ``head`` now (domain ``replica_host_allowed``): a
-    fresh host is wanted for one delay bound after the chain moved, as the seed's relocation
+    fresh host is wanted for one delay bound after the chain moved, as the relocation
     rule passes over the old host for that long."""
     until = chain_fresh_host_until(head)
     fresh_wanted = until is not None and clock.to_unix(now) < until

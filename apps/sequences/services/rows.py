@@ -1,4 +1,4 @@
-"""Work sequences (seed 001): rows to the pure types and back.
+"""Work sequences: rows to the pure types and back.
 
 A chain is one ``WorkSequence`` head and its step workunits (``sequence_index`` 0..n-1). Each
 step's *current* result is its newest one: relocation gives a step a new result and leaves the

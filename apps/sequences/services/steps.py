@@ -1,4 +1,4 @@
-"""Work sequences (seed 001): creating step workunits, their results, and the state chain.
+"""Work sequences: creating step workunits, their results, and the state chain.
 
 Each step is an ordinary workunit of the sequence's app with ``sequence``/``sequence_index``, one
 replica (min_quorum = target_nresults = 1) and ``transitioner_flags`` NO_NEW_RESULTS: the

@@ -1,4 +1,4 @@
-"""Workunit names and large-file names under locality scheduling (seed 004).
+"""Workunit names and large-file names under locality scheduling (docs/locality.md).
 
 Workunit names have the form ``FILENAME__anything``: the large input file is everything
 before the first double underscore. A file name is therefore usable only if cutting a

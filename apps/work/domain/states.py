@@ -35,7 +35,7 @@ def result_open_to_its_host(server_state: int, outcome: int, *, in_sequence: boo
 
     While in progress; and, as BOINC ("late in arriving, but keep it anyhow"), after it
     timed out unreported, so the work can still validate and earn credit. Not a late step
-    of a work sequence, which has moved on without it (seed 001 relocation).
+    of a work sequence, which has moved on without it (relocation, docs/sequences.md).
     """
     if server_state == ServerState.IN_PROGRESS:
         return True
@@ -86,7 +86,7 @@ class ErrorMask(IntFlag):
 
 
 class SequenceState(IntEnum):
-    """State of a work sequence (seed 001); not in BOINC, which never built sequences."""
+    """State of a work sequence (docs/sequences.md); not in BOINC, which never built sequences."""
 
     UNASSIGNED = 0
     ASSIGNED = 1

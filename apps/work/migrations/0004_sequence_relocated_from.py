@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='worksequence',
             name='relocated_from',
-            field=models.ForeignKey(blank=True, help_text='The host it was last taken from; for one delay bound it goes to another host (seed 001)', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='hosts.host'),
+            field=models.ForeignKey(blank=True, help_text='The host it was last taken from; for one delay bound it goes to another host', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='hosts.host'),
         ),
         migrations.AddField(
             model_name='worksequence',

@@ -69,7 +69,7 @@ class OutputFile(models.Model):
     optional = models.BooleanField(default=False)
     gzip_when_done = models.BooleanField(default=False)
     upload = models.BooleanField(
-        default=True, help_text="False: kept on the host for the next step of a work sequence (seed 001)"
+        default=True, help_text="False: kept on the host for the next step of a work sequence"
     )
     sticky = models.BooleanField(
         default=False, help_text="Kept on the host after the result is reported (a sequence step's state)"

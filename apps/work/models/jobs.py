@@ -220,7 +220,7 @@ class Result(models.Model):
     claimed_credit = models.FloatField(default=0)
     granted_credit = models.FloatField(default=0)
     runtime_outlier = models.BooleanField(default=False)
-    credit_approx = models.BooleanField(default=True, help_text="Seed 003 'approx' flag of the claim")
+    credit_approx = models.BooleanField(default=True, help_text="CreditNew's 'approx' flag of the claim")
 
     class Meta:
         ordering = ["id"]

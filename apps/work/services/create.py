@@ -101,7 +101,7 @@ class OutputSpec:
     gzip_when_done: bool = False
     upload: bool = True
     sticky: bool = False  # kept on the host after the result is reported
-    sequence_state: bool = False  # seed 001: the state a sequence's next step reads (else a report)
+    sequence_state: bool = False  # the state a sequence's next step reads (else a report)
 
 
 DEFAULT_OUTPUTS = (OutputSpec(),)
@@ -542,7 +542,7 @@ def _integrity_message(project: Project, names: list[str], exc: IntegrityError) 
 
 
 def _locality_file(project: Project, wu_name: str, inputs: list[InputFile]) -> str:
-    """Seed 004: a workunit named FILENAME__* uses the large file FILENAME, which is made
+    """Locality scheduling: a workunit named FILENAME__* uses the large file FILENAME, which is made
     sticky and report_on_rpc; large-file names may not contain '__'."""
     for staged in inputs:
         if "__" in staged.name and (staged.sticky or wu_name.startswith(staged.name)):

@@ -23,7 +23,7 @@ def results_record_outcome(
     now: datetime,
     app: App | None = None,
 ) -> None:
-    """Seed 003 error rate, probation and quota for each result's host and app version
+    """CreditNew's error rate, probation and quota for each result's host and app version
     (``app``: the results' app, if the caller has it loaded with its project)."""
     host_app_versions_record_outcomes(
         outcomes=host_outcomes(results, outcome=outcome, delay_bound=delay_bound), now=now, app=app

@@ -25,7 +25,7 @@ One pass, per app of the project, in batches of at most ``BATCH`` workunits:
 5. Write the results (validate state, outcome, claimed and granted credit), the unsent
    siblings no longer needed, and the workunits (canonical result, assimilation, error bits,
    target_nresults, transition_time), one statement per table for the whole batch.
-6. After the commit, a step of a work sequence moves its sequence on (seed 001).
+6. After the commit, a step of a work sequence moves its sequence on (docs/sequences.md).
 
 A workunit whose outputs cannot be read now (the upload area unreadable, or the validator
 says so) is left out of its batch: need_validate stays off and the transitioner flags it
@@ -300,7 +300,7 @@ def _name(claimed: Claimed) -> str:
 
 
 def _sequence_progress(wu_id: int, now: datetime) -> None:
-    """Seed 001: a validated step moves its work sequence on (after the validator's commit).
+    """A validated step moves its work sequence on (after the validator's commit).
     A failure here is left to the sequence-deadline daemon, which catches heads behind."""
     try:
         step_validated(workunit_id=wu_id, now=now)

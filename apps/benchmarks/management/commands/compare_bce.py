@@ -42,7 +42,10 @@ class Command(BaseCommand):
         parser.add_argument("--year-days", type=int, default=20, help="the first phase's length when scaled")
         parser.add_argument("--delta", type=float, default=60.0, help="BCE's time step in seconds")
         parser.add_argument(
-            "--seeds", type=int, default=1, help="average this many runs of each with different random seeds"
+            "--seeds",
+            type=int,
+            default=1,
+            help="run each side this many times with different random seeds; show the mean and spread",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -77,8 +80,10 @@ class Command(BaseCommand):
                         raise CommandError(str(exc)) from exc
                     seeded = replace(scenario, seed=scenario.seed + k)
                     rec_runs.append(bce.report_usage(run_scenario(seeded, "rec"), seeded))
-                rows = bce.compare(scenario, bce.mean_usage(bce_runs), bce.mean_usage(rec_runs), year)
-                runs = f", mean of {opts['seeds']} seeds" if opts["seeds"] > 1 else ""
+                rows = bce.compare(scenario, bce_runs, rec_runs, year)
+                runs = (
+                    f", mean ± standard deviation of {opts['seeds']} seeds each" if opts["seeds"] > 1 else ""
+                )
                 self.stdout.write(f"\n{scenario.name} ({size}, {bce.days(scenario)} days{runs})\n")
                 self.stdout.write(bce.format_rows(rows) + "\n")
                 self.stderr.write(f"{scenario.name} {size}: {time.perf_counter() - started:.1f} s")

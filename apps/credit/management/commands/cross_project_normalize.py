@@ -1,4 +1,4 @@
-"""Cross-project normalization (seed 003) from the command line: the same pass as the
+"""Cross-project normalization (docs/credit.md) from the command line: the same pass as the
 periodic task ``credit.cross_project``, recorded as a DaemonRun "cross_project".
 
 Prints the per-plan-class factors it stored and the GPU-only apps it normalized, or that it

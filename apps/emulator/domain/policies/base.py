@@ -50,7 +50,7 @@ class ClientPolicy(Protocol):
 
 
 def job_order_key(job: SimJob) -> tuple[bool, bool, float, int]:
-    """Seed 002's preference: running before preempted before new, new by earliest deadline."""
+    """The 4.x client's preference: running before preempted before new, new by earliest deadline."""
     return (not job.running, not job.started, job.deadline, job.key)
 
 
@@ -71,7 +71,7 @@ def fill_resource(
     time slice; then, repeatedly, the job of the project ``pick_project`` names (its
     running, then preempted, then earliest-deadline new job).
     ``on_pick`` lets the policy update its anticipated debt or temporary REC. It is called
-    for every job given an instance, kept and deadline-danger jobs included: seed 002
+    for every job given an instance, kept and deadline-danger jobs included: the 4.x client
     lowers the anticipated debt for every CPU handed out, client 6.x charged the anticipated
     debt of every job it scheduled (EDF ones too) and client 7 bumps the temporary REC of
     every job added to the run list, so a project already holding instances ranks lower
@@ -130,13 +130,13 @@ def schedule_cpu_by_debt(
     urgent: frozenset[int] | set[int],
     time_slice: bool,
 ) -> None:
-    """Run CPU jobs of the projects with the largest anticipated debt (seed 002's loop).
+    """Run CPU jobs of the projects with the largest anticipated debt (the 4.x client's loop).
 
     Each job given a CPU (a deadline-danger job, a running job kept, or a debt pick) lowers
     its project's anticipated debt by one scheduling period of its usage, so the CPUs are
     shared out by debt; jobs in ``urgent`` (deadline danger) first. With ``time_slice`` a
     running job stays until its slice of one scheduling period ends (client 6.6); without
-    it every preempting pass hands each CPU out by debt afresh (seed 002).
+    it every preempting pass hands each CPU out by debt afresh (the 4.x client).
     """
     period = state.prefs.cpu_scheduling_period
     anticipated = dict(debts)

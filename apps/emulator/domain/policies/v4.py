@@ -1,19 +1,19 @@
-"""Client 4.x ("v4", seed 002): CPU scheduling by debt, work fetch by ETTPRC.
+"""Client 4.x ("v4"): CPU scheduling by debt, work fetch by ETTPRC.
 
 This client knows only CPUs: it schedules CPU jobs, sends old-style requests with a single
 ``work_req_seconds`` and reports no coprocessors, so servers send it CPU jobs only and any
 GPU stays idle.
 
-Two choices the seed leaves open: the anticipated debt of a project drops by one
-scheduling period per job it is given (the seed's ``total_work_done_this_period / ncpus``
+Two choices the 4.x design leaves open: the anticipated debt of a project drops by one
+scheduling period per job it is given (the design's ``total_work_done_this_period / ncpus``
 is zero on the first pass and tiny after an event, which would hand every CPU to one
-project); and, since seed 002 makes one RPC at a time, the project asked is the one with
+project); and, since that client makes one RPC at a time, the project asked is the one with
 the largest work request. A request that brings no job backs the project off for 1 min
 doubling up to 4 h, this client's only backoff.
 
-As in the seed, there is no time slice (every preempting pass hands each CPU out by
+As in that design, there is no time slice (every preempting pass hands each CPU out by
 anticipated debt afresh, and every CPU handed out, a running job's included, lowers it),
-and the client wakes when a project's ETTPRC is due to fall below T, since the seed checks
+and the client wakes when a project's ETTPRC is due to fall below T, since that client checks
 the work request every second.
 """
 
@@ -41,7 +41,7 @@ from apps.emulator.domain.server import SentJob, WorkRequest
 from apps.emulator.domain.state import ClientState
 
 MIN_CONNECTION_PERIOD = 180.0  # a zero T would never ask for work before starving
-ETTPRC_CHECK_INTERVAL = 1.0  # seed 002 checks the work request once a second
+ETTPRC_CHECK_INTERVAL = 1.0  # the 4.x client checks the work request once a second
 
 
 class Urgency(IntEnum):
@@ -56,7 +56,7 @@ def min_results(ncpus: int, share: float, total_share: float) -> int:
 
 
 def ettprc(cpu_times_by_deadline: list[float], k: int, avg_proc_rate: float) -> float:
-    """Estimated time until the project has ``k`` results left (seed 002's pseudocode).
+    """Estimated time until the project has ``k`` results left (the 4.x client's).
 
     ``cpu_times_by_deadline`` holds the estimated CPU time of each runnable result in
     increasing deadline order; the ``k`` latest-deadline ones are skipped.
@@ -95,7 +95,7 @@ def compute_work_request(
     connection_period: float,
     active_frac: float = 1.0,
 ) -> tuple[Urgency, dict[str, float]]:
-    """Seed 002's ``compute_work_request``: urgency and each project's work request (CPU s)."""
+    """The 4.x client's ``compute_work_request``: urgency and each project's work request (CPU s)."""
     total_share = sum(shares.values())
     urgency = Urgency.DONT_NEED_WORK
     requests = dict.fromkeys(queues, 0.0)
@@ -178,13 +178,13 @@ class V4Policy:
             )
 
     def schedule(self, state: ClientState, preempt: bool) -> None:
-        # Seed 002 has no deadline-danger mode and no time slice: each pass hands every CPU
+        # The 4.x client has no deadline-danger mode and no time slice: each pass hands every CPU
         # to the project with the largest anticipated debt, preempting running jobs.
         schedule_cpu_by_debt(state, self.debt, preempt=preempt, urgent=frozenset(), time_slice=False)
 
     def next_wakeup(self, state: ClientState) -> float | None:
         """A backoff ending, or the first once-a-second check after some project's ETTPRC
-        falls below T (seed 002 calls ``compute_work_request`` every second)."""
+        falls below T (the 4.x client calls ``compute_work_request`` every second)."""
         times = [b.until for b in self.rpc_backoff.values()]
         shares = {p.name: p.resource_share for p in state.attached()}
         total_share = sum(shares.values())

@@ -1,6 +1,6 @@
-"""Client 6.6 ("v6-gpu"): seed 000's work fetch for CPUs and GPUs, with per-resource debts.
+"""Client 6.6 ("v6-gpu"): the work-fetch design's rules for CPUs and GPUs, with per-resource debts.
 
-Every rule of seed 000 is applied:
+Every rule of that design is applied:
 
 - a backoff per (project, resource type), doubling from 600 s up to one day when a request
   for that type brings no job of it, cleared by any job of it (randomised as BOINC does);
@@ -13,10 +13,10 @@ Every rule of seed 000 is applied:
   then starved project, each tried on the coprocessors before the CPU; a major shortfall asks
   for its resource only, the others for every type that has a shortfall, backed off or not.
 
-Where the seed is open or ambiguous, this module reads it as follows (tests/emulator/
+Where the design is open or ambiguous, this module reads it as follows (tests/emulator/
 test_examples.py measures each consequence):
 
-(a) Debt eligibility. The seed makes P eligible for R when "P is not backed off for R, and
+(a) Debt eligibility. The design makes P eligible for R when "P is not backed off for R, and
     the backoff interval is not at the max". These backoff conditions are applied to a
     project with no job on the host; a project with a runnable job of any type is eligible
     for every type. Client 6.6 made the same kind of exception (its ``debt_eligible``
@@ -29,11 +29,11 @@ test_examples.py measures each consequence):
     (measured: A 50.8%; ``V6GpuPolicy(literal_eligibility=True)`` applies the backoff
     conditions alone, as written).
     Consequence of this reading: a project with work accrues debt on a resource it has no
-    app for. In seed Example 3 B has no GPU jobs and, as written, no other work, so it stays
+    app for. In the design's Example 3 B has no GPU jobs and, as written, no other work, so it stays
     ineligible and is not paid back; if B ran CPU jobs all year while A used the twice
     faster GPU, B is owed the difference and is paid back once it has a GPU app (scenario
     ``example3_with_cpu_work``), which is Example 1's equal-processing rule at work.
-(b) "Overworked", which the seed uses but does not define. Client 6.6 called a project
+(b) "Overworked", which the design uses but does not define. Client 6.6 called a project
     overworked on R when its LTD on R was below -max(1 day, buffer + time slice). Here it is
     the overall debt lying more than that long, in processing of the whole host (instances x
     relative speed), below the largest overall debt. Example 1's balance has the resource
@@ -41,7 +41,7 @@ test_examples.py measures each consequence):
     speed-weighted sums stay level; a per-resource threshold would mark A overworked on the
     GPU after two days, hold its GPU debt there, and so split the GPU 50/50 again. Relative,
     not absolute, because both overall debts drift down together.
-(c) Job scheduling, on which the seed is silent, follows client 6.6: on the CPU, jobs the
+(c) Job scheduling, on which the design is silent, follows client 6.6: on the CPU, jobs the
     round-robin simulation says would miss their deadline run first (earliest deadline),
     then one job at a time from the project with the largest anticipated short-term debt
     (STD; every job given a CPU, deadline-danger and time-slice ones included, lowers it by
@@ -97,13 +97,13 @@ class V6GpuPolicy:
 
     def attach(self, state: ClientState, project: str) -> None:
         for proc in state.proc_types:
-            # Zero is the current maximum LTD, so a new project starts debt-free (seed 000).
+            # Zero is the current maximum LTD, so a new project starts debt-free (the work-fetch design).
             self.ltd.setdefault(proc, {})[project] = 0.0
             self.backoff[(project, proc)] = Backoff()
         # Client 6.6 adjusted short-term debts on every scheduling pass, so by the time a new
         # project has work they describe the jobs on the host now. Bring them up to date
         # (a project whose last job has just ended drops out of the mean) and start the
-        # newcomer at zero, the mean of the projects with work: in seed 000 Example 2's
+        # newcomer at zero, the mean of the projects with work: in the work-fetch design's Example 2
         # variation B, left alone when A's job ends, is back at zero and C shares at once.
         self.std = self._short_term_debts(state, dt=0.0, used={})
         self.std[project] = 0.0
@@ -253,7 +253,7 @@ def handle_resource_backoffs(
     choice: FetchChoice,
     jobs: tuple[SentJob, ...],
 ) -> None:
-    """Seed 000: back off each requested type that got no job; clear each type that got one."""
+    """The work-fetch design: back off each requested type that got no job; clear each type that got one."""
     got = {job.proc_type for job in jobs}
     for proc in got:
         backoffs[(choice.project, proc)] = backoff_cleared()

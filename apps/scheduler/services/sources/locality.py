@@ -1,4 +1,4 @@
-"""The locality job source (seed 004) and its wait for on-demand work after the commit.
+"""The locality job source (docs/locality.md) and its wait for on-demand work after the commit.
 
 In a project with locality scheduling, locality workunits (``FILENAME__*``) are sent only
 by this source; it runs before the general source, in the order of BOINC's
@@ -15,7 +15,7 @@ sched_locality.cpp:
    wait when step 2 signalled need work;
 4. record the files that went out with the jobs as HostFile(sent_by_scheduler=True).
 
-The wait. Seed 004 sleeps N seconds inside the request and queries once more. The RPC
+The wait. BOINC's design sleeps N seconds inside the request and queries once more. The RPC
 here is one database transaction, and sleeping in it would hold the host's row locks
 (and, on SQLite, the write lock that every other RPC needs). So the source only notes
 "wait for X" for this request; ``locality_retry_after_commit`` runs after the RPC's
@@ -179,7 +179,7 @@ class _LocalityPass:
                     return sent, False
                 result = by_id[result_id]
                 if d.option_for(result) is None:
-                    # Seed 004: all results of a file have versions for the same platforms,
+                    # The design: all results of a file have versions for the same platforms,
                     # so one this host cannot run ends the file (and it is not deleted).
                     return sent, False
                 if d.try_send(result):
@@ -195,7 +195,7 @@ class _LocalityPass:
             self.no_results(name, on_host=True)
 
     def no_results(self, name: str, *, on_host: bool) -> None:
-        """Seed 004 for a file with nothing sendable to this host (decide_file_without_results)."""
+        """The design's rule for a file with nothing sendable to this host (decide_file_without_results)."""
         ctx = self.ctx
         project = ctx.project
         if file_has_results(project=project, file_name=name, state=ServerState.UNSENT):
@@ -223,7 +223,7 @@ class _LocalityPass:
 
     # --- files the host does not have -------------------------------------------------------
     def new_files(self) -> None:
-        """Seed 004's "host with no files": the working set first, then the deterministic
+        """A host with no files: the working set first, then the deterministic
         choice outside it whenever a pick gives this user nothing (Einstein's steps 6-7)."""
         ctx, need = self.ctx, self.dispatcher.need
         assert ctx.account is not None
@@ -317,7 +317,7 @@ def send_locality_work(dispatcher: Dispatcher) -> None:
             break
         lp.file_on_host(name)
     if lp.waits:
-        # Seed 004: a host holding X with no results for X waits for X's on-demand work
+        # A host holding X with no results for X waits for X's on-demand work
         # and queries again; a new file now would be a large download the wait may make
         # useless. The retry after the commit starts the host on one if still needed.
         _pending.set(_PendingWaits(ctx=ctx, files=lp.waits, held=set(lp.held), tried=set(lp.tried)))

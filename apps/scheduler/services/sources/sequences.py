@@ -1,4 +1,4 @@
-"""Work sequences in the scheduler RPC (seed 001, "Scheduling notes").
+"""Work sequences in the scheduler RPC (docs/sequences.md, "Scheduling").
 
 ``sequences_prepare`` runs in every RPC before work is sent, whatever the request asks:
 
@@ -16,11 +16,11 @@
 
 ``send_sequence_work`` is the first job source: a host that holds sequences gets their next steps
 (``results_to_send``: in order, up to what the request asks, at least MIN_AHEAD ahead, the
-request-driven part bounded by ``App.max_sequence_job_fraction``). This is seed 001's starvation
-of non-sequence work, by design; the bound leaves the rest of the request to the other sources.
+request-driven part bounded by ``App.max_sequence_job_fraction``). Non-sequence work starves on such
+hosts, as BOINC's design intends; the bound leaves the rest of the request to the other sources.
 Steps the server sent but the host does not list are sent again (a lost reply). A host that holds
 none is given one unassigned sequence, and only if it finishes one result within the sequence's
-maximum result time (the fastest usable version's runtime estimate, seed 003). The head row is
+maximum result time (the fastest usable version's runtime estimate). The head row is
 claimed with a conditional UPDATE from UNASSIGNED (and read with SKIP LOCKED on PostgreSQL), so
 two hosts never get the same sequence.
 """
@@ -128,7 +128,7 @@ def _reconcile(ctx: RpcContext) -> list[WorkSequence]:
             ctx.sequences_ended.append(seq.name)
         elif shows:
             ctx.sequences_unassigned.append(seq.name)
-    # Seed 001: a listed sequence that is not (or no longer) the host's is named in the reply,
+    # A listed sequence that is not (or no longer) the host's is named in the reply,
     # so the host drops it, also when the project has no such sequence at all.
     ctx.sequences_unassigned.extend(sorted(listed_names - found))
     return held
@@ -280,7 +280,7 @@ def _send_steps(dispatcher: Dispatcher, seq: WorkSequence) -> int:
         max_jobs=_mix_cap(dispatcher, head.app.max_sequence_job_fraction, wanted),
     )
     going = []
-    # The host runs its steps one after another, each within max_result_time (seed 001), so
+    # The host runs its steps one after another, each within max_result_time, so
     # the k-th step queued on it is due k max_result_times from now, or later by delay bound.
     queued = sum(
         1
@@ -340,7 +340,7 @@ def _assign_one(dispatcher: Dispatcher) -> None:
     for seq in heads_locked(qs, skip_locked=True)[:CANDIDATE_WINDOW]:
         app = versions.apps[seq.app_id]
         if seq.name in ctx.sequences_unassigned or _taken_from(seq, ctx):
-            continue  # taken from this host: it goes to another (seed 001)
+            continue  # taken from this host: it goes to another host
         if app.sequence_redundancy and not replica_host_fits(seq, ctx.host.id, now=ctx.now):
             continue  # replica chains must be computed by different hosts
         result = (
