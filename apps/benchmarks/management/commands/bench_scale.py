@@ -306,9 +306,11 @@ def _pages(sizes: dict[str, int]) -> list[tuple[str, str, str]]:
         return max(rows // 2 // per_page, 1)  # a page half way down the list
 
     team = 1
-    result = (
-        Result.objects.filter(host_id=1, server_state=5).order_by("id").values_list("id", flat=True).first()
-    )
+    # A finished task of host 1 and its workunit: ids that db_purge (run by an earlier
+    # measurement of a kept database) has not removed.
+    result, workunit = Result.objects.filter(host_id=1, server_state=5).order_by("-id").values_list(
+        "id", "workunit_id"
+    ).first() or (0, 0)
     hav = HostAppVersion.objects.order_by("id").values_list("id", flat=True).first()
     volunteer = [
         ("home", f"{s}/"),
@@ -342,13 +344,13 @@ def _pages(sizes: dict[str, int]) -> list[tuple[str, str, str]]:
         ("results.php, errors", f"{s}/results.php?hostid=1&state=6"),
         ("results.php, deep page", f"{s}/results.php?hostid=1&page={deep(2 * sizes['heavy'])}"),
         ("result.php", f"{s}/result.php?resultid={result}"),
-        ("workunit.php", f"{s}/workunit.php?wuid=1"),
+        ("workunit.php", f"{s}/workunit.php?wuid={workunit}"),
         ("server_status.php", f"{s}/server_status.php"),
     ]
     admin = []
     for model, filters, search, obj in (
         ("work/result", "server_state__exact=5&outcome__exact=3", "scale_wu_12", result),
-        ("work/workunit", "assimilate_state__exact=2", "scale_wu_12", 1),
+        ("work/workunit", "assimilate_state__exact=2", "scale_wu_12", workunit),
         ("hosts/host", "os_name=Linux", "host12", 1),
         ("volunteers/account", "allow_beta_work__exact=0", "user 12", 1),
         ("volunteers/team", "type__exact=1", "team 12", 1),
