@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
@@ -49,6 +51,31 @@ class HostAppVersionInline(admin.TabularInline):
         )
 
 
+class OsFilter(admin.SimpleListFilter):
+    """Hosts by operating system, from a fixed list of the names BOINC clients report.
+
+    Django's filter on a field lists the column's distinct values, which reads every host
+    on every view of the list (1.7 s at 4.5 million hosts)."""
+
+    title = "operating system"
+    parameter_name = "os_name"
+    # What each client's os_name starts with.
+    SYSTEMS = (
+        ("Microsoft Windows", "Windows"),
+        ("Linux", "Linux"),
+        ("Darwin", "macOS"),
+        ("Android", "Android"),
+        ("FreeBSD", "FreeBSD"),
+    )
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> tuple[tuple[str, str], ...]:
+        return self.SYSTEMS
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Host]) -> QuerySet[Host]:
+        value = self.value()
+        return queryset.filter(os_name__startswith=value) if value else queryset
+
+
 @admin.register(Host)
 class HostAdmin(LargeTableAdmin):
     list_display = [
@@ -64,7 +91,7 @@ class HostAdmin(LargeTableAdmin):
         "rpc_time",
         "blacklisted",
     ]
-    list_filter = ["project", "os_name", "blacklisted"]
+    list_filter = ["project", OsFilter, "blacklisted"]
     search_fields = ["=id", "^domain_name", "=host_cpid"]
     search_help_text = "A host id, the start of a host name (any case), or a host CPID."
     list_select_related = ["account", "project"]

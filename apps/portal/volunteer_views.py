@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, render
 from apps.hosts.models import Host
 from apps.portal import volunteer_selectors as sel
 from apps.portal.charts import credit_chart_html
+from apps.portal.paging import KeysFirstPaginator
 from apps.portal.records import host_record, team_record
 from apps.portal.volunteer_session import page_account
 from apps.portal.web_rpcs import show_user_xml
@@ -122,7 +123,7 @@ def _top(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
     queryset = {"users": sel.top_accounts, "hosts": sel.top_hosts, "teams": sel.top_teams}[kind](
         project, order
     )
-    page = Paginator(queryset[:TOP_ROWS], PAGE_SIZE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(queryset, PAGE_SIZE, limit=TOP_ROWS).get_page(request.GET.get("page"))
     return render(
         request,
         f"portal/volunteers/top_{kind}.html",

@@ -59,6 +59,8 @@ class TeamAdmin(LargeTableAdmin):
     list_display = ["name", "project", "type", "founder", "total_credit", "expavg_credit"]
     list_filter = ["project", "type"]
     search_fields = ["name"]
+    # Newest first, on the primary key: the model's order by name sorts every team per page.
+    ordering = ["-id"]
     list_select_related = ["project", "founder"]
     raw_id_fields = ["founder", "ping_user"]
     readonly_fields = ["total_credit", "expavg_credit", "expavg_time", "create_time"]

@@ -51,3 +51,12 @@ def test_team_page_offers_no_list_of_every_account(admin_client):
     AccountFactory(project=team.project, name="unrelated-volunteer")
     response = admin_client.get(f"/admin/volunteers/team/{team.pk}/change/")
     assert b"unrelated-volunteer" not in response.content
+
+
+def test_host_list_filters_by_operating_system_without_reading_every_host(admin_client):
+    hosts(2, os_name="Linux Ubuntu")
+    hosts(1, os_name="Microsoft Windows 11")
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get("/admin/hosts/host/?os_name=Linux")
+    assert sorted(h.os_name for h in response.context["cl"].result_list) == ["Linux Ubuntu", "Linux Ubuntu"]
+    assert not [q["sql"] for q in captured.captured_queries if "DISTINCT" in q["sql"].upper()]

@@ -4,9 +4,11 @@ member count is the team's own."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from apps.portal import volunteer_views
-from tests.factories import AccountFactory, ProjectFactory, TeamFactory
+from tests.factories import AccountFactory, HostFactory, ProjectFactory, TeamFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -30,3 +32,32 @@ def test_top_teams_count_each_teams_members(client):
     teams = client.get("/api/v1/projects/tt/teams/").json()
     rows = teams["results"] if isinstance(teams, dict) else teams
     assert [(t["name"], t["nusers"]) for t in rows] == [("Big", 3), ("Empty", 0)]
+
+
+def test_a_deep_page_of_top_hosts_lists_its_own_hosts_in_rank_order(client, monkeypatch):
+    monkeypatch.setattr(volunteer_views, "PAGE_SIZE", 2)
+    project = ProjectFactory(slug="th")
+    for rank, credit in enumerate((50.0, 40.0, 30.0, 30.0, 10.0), start=1):
+        HostFactory(project=project, p_model=f"rank{rank}", expavg_credit=credit)
+    body = client.get("/th/top_hosts.php?page=2").content.decode()
+    assert [name for name in ("rank1", "rank2", "rank3", "rank4", "rank5") if name in body] == [
+        "rank3",
+        "rank4",
+    ]
+    assert body.index("rank3") < body.index("rank4")  # equal credit: the older host first
+
+
+def test_a_deep_page_joins_only_its_own_rows(client, monkeypatch):
+    monkeypatch.setattr(volunteer_views, "PAGE_SIZE", 1)
+    project = ProjectFactory(slug="td")
+    for credit in range(6):
+        HostFactory(project=project, expavg_credit=float(credit))
+    client.get("/td/top_hosts.php?page=1")
+    with CaptureQueriesContext(connection) as first:
+        client.get("/td/top_hosts.php?page=1")
+    with CaptureQueriesContext(connection) as deep:
+        client.get("/td/top_hosts.php?page=5")
+    joined = [q["sql"] for q in deep.captured_queries if '"volunteers_account"' in q["sql"]]
+    assert len(deep) == len(first)
+    assert joined
+    assert not any("OFFSET" in sql for sql in joined)

@@ -1,4 +1,4 @@
-"""bench_credit: what CreditNew (seed 003) costs the server, on a realistic credit state.
+"""bench_credit: what credit granting (CreditNew) costs the server, on a realistic credit state.
 
     python manage.py bench_credit [--hosts 10000] [--validations 10000] [--quorum 1|2]
         [--feeder-passes 5] [--batch N] [--database auto|sqlite|postgres] [--database-url URL]
@@ -554,7 +554,7 @@ def format_report(f: dict[str, Any]) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Measure the feeder's normalization pass and validations with credit granting (seed 003)."
+    help = "Measure the feeder's normalization pass and validations with credit granting (CreditNew)."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--hosts", type=int, default=10_000, help="hosts (with host_app_versions)")

@@ -85,15 +85,15 @@ def record_assimilation(workunit: Any, canonical_result: Any, output_paths: list
     return path
 
 
-def pipeline_setup(*, jobs: int, hosts: int, min_quorum: int = 2) -> dict[str, Any]:
-    """A project with one app (bitwise validator, recording assimilator), a version for
-    Linux, ``jobs`` workunits and one account per simulated host."""
+def pipeline_setup(*, jobs: int, hosts: int, min_quorum: int = 2, slug: str = SLUG) -> dict[str, Any]:
+    """A project ``slug`` with one app (bitwise validator, recording assimilator), a version
+    for Linux, ``jobs`` workunits and one account per simulated host."""
     from apps.applications.services import AppFileSpec, app_create, app_version_add
     from apps.projects.services import project_create
     from apps.volunteers.models import Account, Team, make_passwd_hash
     from apps.work.services import JobSpec, workunits_create
 
-    project = project_create(slug=SLUG, name="Pipeline bench").project
+    project = project_create(slug=slug, name="Pipeline bench").project
     project.request_delay = 0
     # The simulated hosts do months of jobs in minutes: no daily quota may stop them.
     project.daily_result_quota = 10**7
@@ -120,12 +120,12 @@ def pipeline_setup(*, jobs: int, hosts: int, min_quorum: int = 2) -> dict[str, A
     team = Team.objects.create(project=project, name="Bench team")
     keys = []
     for i in range(hosts):
-        email = f"host{i}@bench.example.com"
+        email = f"host{i}@{slug}.example.com"
         account = Account.objects.create(
             project=project, name=f"host{i}", email_addr=email, passwd_hash=make_passwd_hash(None), team=team
         )
         keys.append(account.authenticator)
-    return {"slug": SLUG, "authenticators": keys}
+    return {"slug": slug, "authenticators": keys}
 
 
 @dataclass
@@ -135,6 +135,7 @@ class SimulatedHost:
     authenticator: str
     post: Post
     name: str
+    slug: str = SLUG
     hostid: int = 0
     seqno: int = 0
     to_report: list[Any] = field(default_factory=list)
@@ -171,7 +172,7 @@ class SimulatedHost:
             results=tuple(self.to_report),
             other_results=(),
         )
-        reply = parse_reply(self.post(f"/{SLUG}/cgi", render_request(req)))
+        reply = parse_reply(self.post(f"/{self.slug}/cgi", render_request(req)))
         self.to_report = []
         self.hostid = reply.hostid or self.hostid
         uploads = {f.name: f for f in reply.file_infos if f.is_upload}
@@ -190,7 +191,7 @@ class SimulatedHost:
                 continue
             data = f"{task.wu_name} {int(hashlib.md5(task.wu_name.encode()).hexdigest()[:8], 16)}\n".encode()
             md5 = hashlib.md5(data).hexdigest()
-            upload_output(self.post, info, data, md5)
+            upload_output(self.post, info, data, md5, slug=self.slug)
             files.append(
                 ReportedFile(
                     name=info.name, nbytes=len(data), max_nbytes=info.max_nbytes or 1e6, md5_cksum=md5
@@ -211,17 +212,17 @@ class SimulatedHost:
         )
 
 
-def _has_upload_handler() -> bool:
+def _has_upload_handler(slug: str) -> bool:
     try:
-        resolve(f"/{SLUG}/file_upload_handler")
+        resolve(f"/{slug}/file_upload_handler")
     except Resolver404:
         return False
     return True
 
 
-def upload_output(post: Post, info: Any, data: bytes, md5: str) -> None:
+def upload_output(post: Post, info: Any, data: bytes, md5: str, *, slug: str = SLUG) -> None:
     """Through the upload handler when there is one, else straight into the upload area."""
-    if _has_upload_handler():
+    if _has_upload_handler(slug):
         from apps.protocol.upload import UploadRequest, parse_upload_reply, render_upload_header
 
         header = render_upload_header(
@@ -235,14 +236,14 @@ def upload_output(post: Post, info: Any, data: bytes, md5: str) -> None:
                 data_offset=0,
             )
         )
-        reply = parse_upload_reply(post(f"/{SLUG}/file_upload_handler", header + data))
+        reply = parse_upload_reply(post(f"/{slug}/file_upload_handler", header + data))
         if reply.status != 0:
             raise RuntimeError(f"upload of {info.name} refused: {reply.message}")
         return
     from apps.projects.models import Project
     from apps.work.models import OutputFile
 
-    upload_dir = Project.objects.get(slug=SLUG).upload_dir
+    upload_dir = Project.objects.get(slug=slug).upload_dir
     upload_dir.mkdir(parents=True, exist_ok=True)
     (upload_dir / info.name).write_bytes(data)
     OutputFile.objects.filter(name=info.name).update(uploaded=True, nbytes=len(data), md5_cksum=md5)
@@ -589,7 +590,7 @@ def _collect(
         "SELECT count(DISTINCT account_id) FROM work_result WHERE validate_state = 1 AND granted_credit > 0",
     )[0][0]
     runs = dict(_query(db_url, "SELECT daemon, count(*) FROM projects_daemonrun GROUP BY daemon"))
-    upload = "upload handler" if _has_upload_handler() else "written into the upload area"
+    upload = "upload handler" if _has_upload_handler(SLUG) else "written into the upload area"
     return DistributedOutcome(
         jobs=jobs,
         seconds=seconds,

@@ -21,8 +21,14 @@ parts in ``manage.py`` subprocesses pointed at it (``--role``):
 * ``passes``: one pass each of the periodic work that reads whole tables
   (boincproj.celery.DEFAULT_SCHEDULE): the feeder's normalization, update_stats, db_dump
   and db_purge; the process's peak memory.
+* ``scheduler``: scheduler RPCs of simulated hosts against a small project of their own
+  made in the big database, run three times: alone, while ``dump`` (db_dump in another
+  process) runs, and in an empty database for comparison.
+* bench_pipeline's embedded run (every daemon, in one process) in the big database and in
+  an empty one.
 
-``--keep`` leaves the database in place (its name is printed) for EXPLAIN sessions.
+``--keep`` leaves the database in place (its name is printed) for EXPLAIN runs, and
+``--database NAME`` measures such a kept database again without building it.
 """
 
 from __future__ import annotations
@@ -33,9 +39,12 @@ import random
 import resource
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +52,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, models, transaction
 
+from apps.benchmarks.management.commands.bench_pipeline import SLUG as PIPELINE_SLUG
 from apps.benchmarks.stack import admin_sql, with_db
 from apps.benchmarks.support import last_json, machine_description, run_manage, schema_create
 
@@ -51,6 +61,8 @@ SLUG = "scale"
 SHAPE = {"hosts": 4_500_000, "accounts": 1_400_000, "teams": 50_000, "workunits": 5_000_000}
 HEAVY_TASKS = 10_000
 DAY = 86400.0
+# The scheduler runs' hosts: as many as bench_pipeline's default.
+RPC_HOSTS = 8
 
 
 def _sizes(scale: float) -> dict[str, int]:
@@ -129,13 +141,12 @@ def build(scale: float) -> dict[str, Any]:
         step()
         timings[name] = time.monotonic() - t0
 
-    # One transaction: the foreign keys are checked at its commit (Django makes them
-    # deferrable), so tables that point at each other load in any order.
-    with transaction.atomic():
+    filled = (Account, Team, Host, HostAppVersion, Workunit, Result, CreditHistory)
+    with transaction.atomic(), _bulk_load([model._meta.db_table for model in filled], timed):
         _build_rows(pid, aid, sizes, timed)
     timings["commit"] = time.monotonic() - started - sum(timings.values())
     t0 = time.monotonic()
-    analyze_tables(Account, Team, Host, HostAppVersion, Workunit, Result, CreditHistory)
+    analyze_tables(*filled)
     timings["analyze"] = time.monotonic() - t0
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_database_size(current_database())")
@@ -144,6 +155,43 @@ def build(scale: float) -> dict[str, Any]:
         "schema": schema, "sizes": sizes, "seconds": time.monotonic() - started, "steps": timings,
         "database_mb": size / 1e6,
     }  # fmt: skip
+
+
+@contextmanager
+def _bulk_load(tables: list[str], timed: Callable[[str, Callable[[], None]], None]) -> Iterator[None]:
+    """Fill ``tables`` without their foreign keys and non-unique indexes, then make those
+    again. Checked row by row, the foreign keys of 20 million rows took longer than the
+    inserts themselves; one ADD CONSTRAINT checks a whole table in one join, and an index
+    built once is sorted once instead of growing a row at a time."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE contype = 'f' AND conrelid = ANY(%s::regclass[])",
+            [tables],
+        )
+        keys = cursor.fetchall()
+        cursor.execute(
+            "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indrelid = ANY(%s::regclass[]) AND NOT indisunique AND NOT indisprimary",
+            [tables],
+        )
+        indexes = cursor.fetchall()
+        for table, name, _ in keys:
+            cursor.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+        for name, _ in indexes:
+            cursor.execute(f"DROP INDEX {name}")
+        yield
+
+        def again() -> None:
+            for _, definition in indexes:
+                cursor.execute(definition)
+
+        def check() -> None:
+            for table, name, definition in keys:
+                cursor.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
+
+        timed("indexes", again)
+        timed("foreign keys", check)
 
 
 def _build_rows(
@@ -258,9 +306,11 @@ def _pages(sizes: dict[str, int]) -> list[tuple[str, str, str]]:
         return max(rows // 2 // per_page, 1)  # a page half way down the list
 
     team = 1
-    result = (
-        Result.objects.filter(host_id=1, server_state=5).order_by("id").values_list("id", flat=True).first()
-    )
+    # A finished task of host 1 and its workunit: ids that db_purge (run by an earlier
+    # measurement of a kept database) has not removed.
+    result, workunit = Result.objects.filter(host_id=1, server_state=5).order_by("-id").values_list(
+        "id", "workunit_id"
+    ).first() or (0, 0)
     hav = HostAppVersion.objects.order_by("id").values_list("id", flat=True).first()
     volunteer = [
         ("home", f"{s}/"),
@@ -294,13 +344,13 @@ def _pages(sizes: dict[str, int]) -> list[tuple[str, str, str]]:
         ("results.php, errors", f"{s}/results.php?hostid=1&state=6"),
         ("results.php, deep page", f"{s}/results.php?hostid=1&page={deep(2 * sizes['heavy'])}"),
         ("result.php", f"{s}/result.php?resultid={result}"),
-        ("workunit.php", f"{s}/workunit.php?wuid=1"),
+        ("workunit.php", f"{s}/workunit.php?wuid={workunit}"),
         ("server_status.php", f"{s}/server_status.php"),
     ]
     admin = []
     for model, filters, search, obj in (
         ("work/result", "server_state__exact=5&outcome__exact=3", "scale_wu_12", result),
-        ("work/workunit", "assimilate_state__exact=2", "scale_wu_12", 1),
+        ("work/workunit", "assimilate_state__exact=2", "scale_wu_12", workunit),
         ("hosts/host", "os_name=Linux", "host12", 1),
         ("volunteers/account", "allow_beta_work__exact=0", "user 12", 1),
         ("volunteers/team", "type__exact=1", "team 12", 1),
@@ -330,7 +380,9 @@ def measure(samples: int, sizes: dict[str, int]) -> dict[str, Any]:
     from django.test import Client
 
     settings.ALLOWED_HOSTS = ["*"]
-    admin = get_user_model().objects.create_superuser("scale-admin", "admin@example.org", "x" * 20)
+    admin = get_user_model().objects.filter(
+        username="scale-admin"
+    ).first() or get_user_model().objects.create_superuser("scale-admin", "admin@example.org", "x" * 20)
     client = Client()
     client.force_login(admin)
     rows = []
@@ -342,7 +394,23 @@ def measure(samples: int, sizes: dict[str, int]) -> dict[str, Any]:
             times.append(time.perf_counter() - t0)
             status = response.status_code
         rows.append({"group": group, "label": label, "url": url, "status": status, **_quantiles(times)})
-    return {"pages": rows, "peak_mb": _peak_mb()}
+    return {"pages": rows, "peak_mb": _peak_mb(), "server": _server_settings()}
+
+
+def _server_settings() -> str:
+    """The PostgreSQL settings that decide how much of the tables stays in memory."""
+    shown = []
+    with connection.cursor() as cursor:
+        for name in (
+            "server_version",
+            "shared_buffers",
+            "effective_cache_size",
+            "work_mem",
+            "random_page_cost",
+        ):
+            cursor.execute(f"SHOW {name}")
+            shown.append(f"{name} {cursor.fetchone()[0]}")
+    return ", ".join(shown)
 
 
 def _quantiles(times: list[float]) -> dict[str, float]:
@@ -377,6 +445,70 @@ def passes() -> dict[str, Any]:
     return {"passes": rows, "peak_mb": _peak_mb()}
 
 
+def scheduler_rate(jobs: int, hosts: int, seconds: float) -> dict[str, Any]:
+    """Scheduler RPCs against a project of their own made in this database: ``hosts`` of
+    bench_pipeline's simulated hosts, in this process, one RPC each in turn, each reporting
+    the tasks the last one brought (computed at once, outputs uploaded) and asking for a day
+    of work, for ``seconds`` or until the ``jobs`` run out. Only the scheduler requests are
+    timed (the uploads between them are not), and no daemon runs meanwhile: what grows with
+    the tables is the RPCs' own reading and writing."""
+    from apps.benchmarks.management.commands.bench_pipeline import (
+        SimulatedHost,
+        inprocess_post,
+        pipeline_setup,
+    )
+
+    settings.ALLOWED_HOSTS = ["*"]
+    slug = f"sched{os.getpid()}"  # a project per run, so runs in one database do not meet
+    setup = pipeline_setup(jobs=jobs, hosts=hosts, slug=slug)
+    post = inprocess_post()
+    latencies: list[float] = []
+
+    def timed_post(path: str, body: bytes) -> bytes:
+        if not path.endswith("/cgi"):
+            return post(path, body)
+        t0 = time.perf_counter()
+        try:
+            return post(path, body)
+        finally:
+            latencies.append(time.perf_counter() - t0)
+
+    sims = [
+        SimulatedHost(key, timed_post, f"{slug}-host{i}", slug=slug)
+        for i, key in enumerate(setup["authenticators"])
+    ]
+    for sim in sims:  # first contact makes the host rows
+        sim.rpc()
+    latencies.clear()
+    sent = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        busy = False
+        for sim in sims:
+            reporting = bool(sim.to_report)
+            got = sim.rpc()
+            sent += got
+            busy = busy or reporting or got > 0
+        if not busy:
+            break
+    spent = sum(latencies)
+    return {
+        "hosts": hosts, "rpcs": len(latencies), "jobs": sent, "seconds": spent,
+        "rpc_per_s": len(latencies) / spent, "jobs_per_s": sent / spent, **_quantiles(latencies),
+    }  # fmt: skip
+
+
+def dump() -> dict[str, Any]:
+    """db_dump's whole statistics export, alone in its process."""
+    from apps.core import clock
+    from apps.portal.stats_export import stats_export_write
+    from apps.projects.models import Project
+
+    t0 = time.perf_counter()
+    stats_export_write(project=Project.objects.get(slug=SLUG), now=clock.now())
+    return {"seconds": time.perf_counter() - t0, "peak_mb": _peak_mb()}
+
+
 # --- orchestration ------------------------------------------------------------------------
 
 
@@ -387,7 +519,21 @@ class Command(BaseCommand):
         parser.add_argument("--scale", type=float, default=1.0, help="Fraction of the default shape")
         parser.add_argument("--samples", type=int, default=20, help="Requests per page")
         parser.add_argument("--keep", action="store_true", help="Leave the database in place")
-        parser.add_argument("--role", choices=["build", "measure", "passes"], help=argparse_hidden())
+        parser.add_argument(
+            "--database", default="", help="Measure this database (built earlier at the same --scale) instead"
+        )
+        parser.add_argument(
+            "--rpc-seconds", type=float, default=30.0, help="Seconds of scheduler RPCs per run"
+        )
+        parser.add_argument(
+            "--rpc-jobs", type=int, default=20_000, help="Jobs made for each run of scheduler RPCs"
+        )
+        parser.add_argument(
+            "--pipeline-jobs", type=int, default=10_000, help="Workunits of the bench_pipeline runs"
+        )
+        parser.add_argument(
+            "--role", choices=["build", "measure", "passes", "scheduler", "dump"], help=argparse_hidden()
+        )
         parser.add_argument("--sizes", default="{}", help=argparse_hidden())
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -398,57 +544,127 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(measure(options["samples"], json.loads(options["sizes"]))))
         elif role == "passes":
             self.stdout.write(json.dumps(passes()))
+        elif role == "scheduler":
+            self.stdout.write(
+                json.dumps(scheduler_rate(options["rpc_jobs"], RPC_HOSTS, options["rpc_seconds"]))
+            )
+        elif role == "dump":
+            self.stdout.write(json.dumps(dump()))
         else:
-            self._orchestrate(options["scale"], options["samples"], options["keep"])
+            self._orchestrate(options)
 
-    def _orchestrate(self, scale: float, samples: int, keep: bool) -> None:
+    def _orchestrate(self, options: dict[str, Any]) -> None:
+        scale, keep, reuse = options["scale"], options["keep"], options["database"]
         pg_url = os.environ.get("COBBLESTONE_TEST_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
         if not pg_url.startswith("postgres"):
             raise CommandError("bench_scale needs PostgreSQL: set COBBLESTONE_TEST_DATABASE_URL")
-        db_name = f"cobblestone_scale_{os.getpid()}_{random.randrange(1 << 30)}"
+        db_name = reuse or _fresh_name("scale")
         work = Path(tempfile.mkdtemp(prefix="cobblestone-scale-"))
-        env = {
-            **os.environ,
-            "DATABASE_URL": with_db(pg_url, db_name),
-            "COBBLESTONE_DATA_DIR": str(work / "data"),
-            "COBBLESTONE_VAR_DIR": str(work / "var"),
-            "DEBUG": "false",
-            "SECRET_KEY": "bench-scale",
-            "LOG_LEVEL": "WARNING",
-        }
-        admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
+        env = _env(pg_url, db_name, work / "big")
+        rpc = [
+            "--role",
+            "scheduler",
+            "--rpc-seconds",
+            str(options["rpc_seconds"]),
+            "--rpc-jobs",
+            str(options["rpc_jobs"]),
+        ]
+        pipeline = ["--role", "embedded", "--jobs", str(options["pipeline_jobs"]), "--hosts", "8"]
+        if not reuse:
+            admin_sql(pg_url, f'CREATE DATABASE "{db_name}"')
         try:
-            self.stderr.write(f"database {db_name}: building at scale {scale}")
-            built = last_json(
-                run_manage("bench_scale", ["--role", "build", "--scale", str(scale)], env, timeout=4 * 3600)
-            )
-            sizes = built["sizes"]
-            self.stderr.write(f"built in {built['seconds']:.0f} s; measuring")
+            if reuse:
+                built: dict[str, Any] = {"reused": db_name, "sizes": _sizes(scale)}
+            else:
+                self.stderr.write(f"database {db_name}: building at scale {scale}")
+                built = last_json(
+                    run_manage(
+                        "bench_scale", ["--role", "build", "--scale", str(scale)], env, timeout=4 * 3600
+                    )
+                )
+                self.stderr.write(f"built in {built['seconds']:.0f} s")
+            self.stderr.write("measuring pages")
             measured = last_json(run_manage(
-                "bench_scale", ["--role", "measure", "--samples", str(samples), "--sizes", json.dumps(sizes)], env,
-                timeout=4 * 3600,
+                "bench_scale",
+                ["--role", "measure", "--samples", str(options["samples"]), "--sizes", json.dumps(built["sizes"])],
+                env, timeout=4 * 3600,
             ))  # fmt: skip
+            self.stderr.write("periodic passes")
             ran = last_json(run_manage("bench_scale", ["--role", "passes"], env, timeout=4 * 3600))
-            self._table(scale, samples, built, measured, ran)
+            self.stderr.write("scheduler RPCs")
+            rates = {"big": last_json(run_manage("bench_scale", rpc, env, timeout=3600))}
+            self.stderr.write("db_dump, and scheduler RPCs while it runs")
+            rates["during_dump"], ran["dump_beside_rpcs"] = self._beside_dump(env, rpc)
+            self.stderr.write("bench_pipeline in this database")
+            if _has_project(env, PIPELINE_SLUG):
+                raise CommandError(f"{db_name} holds a bench_pipeline project already: measure a fresh build")
+            flows = {"big": last_json(run_manage("bench_pipeline", pipeline, env, timeout=4 * 3600))}
+            self.stderr.write("the same in an empty database")
+            rates["empty"], flows["empty"] = self._empty_database(pg_url, work, rpc, pipeline)
+            self._table(scale, options["samples"], built, measured, ran, rates, flows)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-            if keep:
+            if keep or reuse:
                 self.stderr.write(f"kept database {db_name}")
             else:
                 admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
 
+    def _beside_dump(self, env: dict[str, str], rpc: list[str]) -> tuple[dict[str, Any], float]:
+        """Scheduler RPCs in one process while db_dump runs in another; db_dump's time."""
+        dumping = subprocess.Popen(
+            [sys.executable, "manage.py", "bench_scale", "--role", "dump"],
+            env=env, cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            rates = last_json(run_manage("bench_scale", rpc, env, timeout=3600))
+            out, err = dumping.communicate(timeout=4 * 3600)
+        finally:
+            if dumping.poll() is None:
+                dumping.kill()
+        if dumping.returncode != 0:
+            raise CommandError(f"db_dump failed: {err[-4000:]}")
+        return rates, float(last_json(out)["seconds"])
+
+    def _empty_database(
+        self, pg_url: str, work: Path, rpc: list[str], pipeline: list[str]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The scheduler and pipeline runs in a database holding nothing but the schema."""
+        name = _fresh_name("scale_empty")
+        env = _env(pg_url, name, work / "empty")
+        admin_sql(pg_url, f'CREATE DATABASE "{name}"')
+        try:
+            run_manage("migrate", ["--no-input", "-v", "0"], env, timeout=3600)
+            rates = last_json(run_manage("bench_scale", rpc, env, timeout=3600))
+            flow = last_json(run_manage("bench_pipeline", pipeline, env, timeout=4 * 3600))
+        finally:
+            admin_sql(pg_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        return rates, flow
+
     def _table(
-        self, scale: float, samples: int, built: dict[str, Any], measured: dict[str, Any], ran: dict[str, Any]
+        self,
+        scale: float,
+        samples: int,
+        built: dict[str, Any],
+        measured: dict[str, Any],
+        ran: dict[str, Any],
+        rates: dict[str, dict[str, Any]],
+        flows: dict[str, dict[str, Any]],
     ) -> None:
         out = self.stdout.write
         sizes = built["sizes"]
         out(f"bench_scale --scale {scale}: {machine_description()}")
-        out(
+        shape = (
             f"{sizes['hosts']:,} hosts, {sizes['accounts']:,} users, {sizes['teams']:,} teams, "
-            f"{sizes['workunits']:,} workunits, {sizes['results']:,} results (heavy user: {sizes['heavy']:,} tasks); "
-            f"schema from {built['schema']}; built in {built['seconds']:.1f} s, {built['database_mb']:.0f} MB"
+            f"{sizes['workunits']:,} workunits, {sizes['results']:,} results (heavy user: {sizes['heavy']:,} tasks)"
         )
-        out("  build steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in built["steps"].items()))
+        if "reused" in built:
+            out(f"{shape}; database {built['reused']}, built earlier")
+        else:
+            out(
+                f"{shape}; schema from {built['schema']}; built in {built['seconds']:.1f} s, {built['database_mb']:.0f} MB"
+            )
+            out("  build steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in built["steps"].items()))
+        out(f"PostgreSQL: {measured['server']}")
         out(
             f"{'page':<44} {'status':>6} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8}   ({samples} requests each)"
         )
@@ -463,8 +679,56 @@ class Command(BaseCommand):
         out("-- periodic passes")
         for row in ran["passes"]:
             out(f"{row['label']:<44} {row['seconds']:>9.2f} s")
+        out(f"{'db_dump beside the scheduler RPCs below':<44} {ran['dump_beside_rpcs']:>9.2f} s")
+        out(
+            f"-- scheduler RPCs ({RPC_HOSTS} simulated hosts, one process; per second of RPC time)   RPC/s  jobs/s  p50 ms  p95 ms"
+        )
+        for key, label in (
+            ("empty", "empty database"),
+            ("big", "this database"),
+            ("during_dump", "this database, db_dump running"),
+        ):
+            r = rates[key]
+            change = (
+                "" if key == "empty" else f"  {_change(r['jobs_per_s'], rates['empty']['jobs_per_s'])} jobs/s"
+            )
+            out(
+                f"{label:<44} {r['rpc_per_s']:>7.1f} {r['jobs_per_s']:>7.1f} {r['p50_ms']:>7.1f} {r['p95_ms']:>7.1f}{change}"
+            )
+        out(f"-- bench_pipeline, embedded, {flows['big']['jobs']:,} workunits   WU/s")
+        for key, label in (("empty", "empty database"), ("big", "this database")):
+            f = flows[key]
+            change = "" if key == "empty" else f"  {_change(f['rate'], flows['empty']['rate'])}"
+            out(f"{label:<44} {f['rate']:>7.1f}{change}")
         out(f"peak memory: web process (Django test Client, in-process) {measured['peak_mb']:.0f} MB, "
             f"passes process {ran['peak_mb']:.0f} MB")  # fmt: skip
+
+
+def _change(value: float, base: float) -> str:
+    return f"{(value / base - 1) * 100:+.0f} %" if base else "n/a"
+
+
+def _fresh_name(kind: str) -> str:
+    return f"cobblestone_{kind}_{os.getpid()}_{random.randrange(1 << 30)}"
+
+
+def _env(pg_url: str, db_name: str, work: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DATABASE_URL": with_db(pg_url, db_name),
+        "COBBLESTONE_DATA_DIR": str(work / "data"),
+        "COBBLESTONE_VAR_DIR": str(work / "var"),
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-scale",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def _has_project(env: dict[str, str], slug: str) -> bool:
+    script = (
+        f"from apps.projects.models import Project; print(Project.objects.filter(slug={slug!r}).exists())"
+    )
+    return run_manage("shell", ["-c", script], env).strip().endswith("True")
 
 
 def argparse_hidden() -> str:
