@@ -19,9 +19,10 @@ from functools import cached_property
 from typing import Any
 
 from django.contrib import admin
-from django.core.paginator import Paginator
 from django.db import connections
 from django.db.models import QuerySet
+
+from apps.core.paging import KeysFirstPaginator
 
 # Below this many rows an exact count is cheap and the estimate's error would show.
 ESTIMATE_FROM = 100_000
@@ -46,8 +47,9 @@ def estimated_rows(queryset: QuerySet[Any]) -> int | None:
     return int(row[0]) if row and row[0] >= 0 else None  # -1: never analyzed
 
 
-class EstimatedCountPaginator(Paginator):
-    """The changelist's paginator: estimated or capped counts (module doc)."""
+class EstimatedCountPaginator(KeysFirstPaginator):
+    """The changelist's paginator: estimated or capped counts (module doc), and pages that
+    read their ids first, so a page reached by number does not join every row above it."""
 
     @cached_property
     def count(self) -> int:

@@ -11,10 +11,10 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from apps.core.paging import KeysFirstPaginator
 from apps.hosts.models import Host
 from apps.portal import volunteer_selectors as sel
 from apps.portal.charts import credit_chart_html
-from apps.portal.paging import KeysFirstPaginator
 from apps.portal.records import host_record, team_record
 from apps.portal.volunteer_session import page_account
 from apps.portal.web_rpcs import show_user_xml
