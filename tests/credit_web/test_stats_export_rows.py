@@ -17,7 +17,7 @@ from tests.factories import AccountFactory, HostFactory, ProjectFactory, TeamFac
 
 pytestmark = pytest.mark.django_db
 
-NAMES = ['Ada <&> "Lovelace"', "Zoë ünïcödé 😀", "plain", "  spaced  ", "x" * 200, "a\tb\nc"]
+NAMES = ['Ada <&> "Lovelace"', "Zoë ünïcödé 😀", "plain", "  spaced  ", "x" * 150, "a\tb\nc"]
 
 
 @pytest.fixture
