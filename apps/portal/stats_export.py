@@ -16,18 +16,26 @@ its owner across projects. Teams are public on the project's pages and are all w
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from django.db.models import Model, QuerySet
 
 from apps.hosts.models import DeletedHost, Host
-from apps.portal.records import host_record, team_record, user_record
+from apps.portal.records import (
+    HOST_EXPORT_COLUMNS,
+    TEAM_EXPORT_COLUMNS,
+    USER_EXPORT_COLUMNS,
+    host_export_record,
+    team_export_record,
+    user_export_record,
+)
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.protocol.stats_dump import dump_chunks
@@ -35,7 +43,15 @@ from apps.protocol.stats_xml import Record, render_record
 from apps.volunteers.models import Account, Badge, BadgeAward, DeletedAccount, Team
 
 DAEMON = "db_dump"
-BATCH = 1000
+# Rows per query: each is an index range scan from the last id, so a bigger batch costs the
+# database nothing more per row and saves round trips.
+BATCH = 5000
+# gzip's own default level, which BOINC's db_dump gets by piping through gzip; zlib's
+# level 9 takes 1.7 times as long for files 4 % smaller.
+GZIP_LEVEL = 6
+# Records joined before each write to the compressor: a call per record costs more than it
+# compresses.
+WRITE_RECORDS = 256
 # How long a deleted user or host stays in the *_deleted files: long enough for every
 # stats site's daily fetch to see it, even after an outage of weeks.
 DELETED_KEEP_DAYS = 60
@@ -67,6 +83,17 @@ def _chunked(queryset: QuerySet[M], batch: int) -> Iterator[M]:
         if len(chunk) < batch:
             return
         last_id = chunk[-1].pk
+
+
+def _chunked_rows(queryset: QuerySet[Any, Any], columns: tuple[str, ...], batch: int) -> Iterator[Any]:
+    """Named tuples of ``columns`` (the first is ``id``) in id order, ``batch`` at a time."""
+    last_id = 0
+    while True:
+        chunk = list(queryset.filter(id__gt=last_id).order_by("id").values_list(*columns, named=True)[:batch])
+        yield from chunk
+        if len(chunk) < batch:
+            return
+        last_id = chunk[-1].id
 
 
 def _write_atomic(path: Path, write: Callable[[IO[bytes]], None]) -> None:
@@ -109,9 +136,12 @@ def _write_dump(
 
     def write(out: IO[bytes]) -> None:
         # The name inside the archive is what ``gzip user`` would record, as BOINC's db_dump.
-        with gzip.GzipFile(filename=name.removesuffix(".gz"), mode="wb", fileobj=out, mtime=mtime) as gz:
-            for chunk in dump_chunks(root_tag, _counted(records, tally)):
-                gz.write(chunk)
+        with gzip.GzipFile(
+            filename=name.removesuffix(".gz"), mode="wb", fileobj=out, mtime=mtime, compresslevel=GZIP_LEVEL
+        ) as gz:
+            chunks = dump_chunks(root_tag, _counted(records, tally))
+            while batch := list(itertools.islice(chunks, WRITE_RECORDS)):
+                gz.write(b"".join(batch))
 
     _write_atomic(directory / name, write)
     return tally
@@ -119,19 +149,19 @@ def _write_dump(
 
 def _users(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
     accounts = Account.objects.filter(project=project, stats_export_consent=True, deleted_time__isnull=True)
-    for account in _chunked(accounts, batch):
-        yield user_record(account), account.total_credit
+    for row in _chunked_rows(accounts, USER_EXPORT_COLUMNS, batch):
+        yield user_export_record(row), row.total_credit
 
 
 def _hosts(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
-    hosts = Host.objects.filter(project=project, account__stats_export_consent=True).select_related("account")
-    for host in _chunked(hosts, batch):
-        yield host_record(host, export=True), host.total_credit
+    hosts = Host.objects.filter(project=project, account__stats_export_consent=True)
+    for row in _chunked_rows(hosts, HOST_EXPORT_COLUMNS, batch):
+        yield host_export_record(row), row.total_credit
 
 
 def _teams(project: Project, batch: int) -> Iterator[tuple[Record, float]]:
-    for team in _chunked(Team.objects.filter(project=project).select_related("founder"), batch):
-        yield team_record(team), team.total_credit
+    for row in _chunked_rows(Team.objects.filter(project=project), TEAM_EXPORT_COLUMNS, batch):
+        yield team_export_record(row), row.total_credit
 
 
 def _users_deleted(project: Project, batch: int) -> Iterator[tuple[Record, float]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from apps.protocol.stats_xml import Record, render_record
+from apps.protocol.stats_xml import Record, render_dump_record
 from apps.protocol.xmlwrite import new_document, serialize
 
 
@@ -18,5 +18,5 @@ def dump_chunks(root_tag: str, records: Iterable[Record]) -> Iterator[bytes]:
     start, end = serialize(new_document(root_tag)).split(b"\n", 1)
     yield start
     for record in records:
-        yield b"\n" + render_record(record).rstrip(b"\n")
+        yield ("\n" + render_dump_record(record)).encode("utf-8")
     yield b"\n" + end

@@ -8,10 +8,11 @@ A record is an ordered list of (tag, value) pairs so the element order matches B
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from apps.protocol.xmlwrite import Block, new_document, serialize
+from apps.protocol.xmlwrite import Block, flat_element, new_document, serialize
 
 Value = str | int | float | bool | None
 _IN = " "
@@ -62,6 +63,21 @@ def render_record(record: Record) -> bytes:
         _write(doc, child, _IN)
     _fields(doc, record.after, _IN)
     return serialize(doc)
+
+
+def _flat_children(fields: Iterable[tuple[str, Value]]) -> Iterator[tuple[str, str | Literal[True]]]:
+    for tag, value in fields:
+        if value is None or value is False:
+            continue
+        yield tag, value if value is True else _text(value)
+
+
+def render_dump_record(record: Record) -> str:
+    """``render_record(record)`` as text without its final line break; records without
+    nested ones (every db_dump record) are written without building a document."""
+    if record.children or record.after:
+        return render_record(record).decode("utf-8").rstrip("\n")
+    return flat_element(record.tag, _flat_children(record.fields))
 
 
 def render_dump(root_tag: str, records: Iterable[Record]) -> bytes:

@@ -100,6 +100,11 @@ class Team(models.Model):
         return self.name
 
 
+def public_cpid(cross_project_id: str, email_addr: str) -> str:
+    """The cross-project id exported to stats sites: md5(cross_project_id + email)."""
+    return hashlib.md5((cross_project_id + email_addr.lower()).encode()).hexdigest()
+
+
 class Account(models.Model):
     """A volunteer's account on one project (BOINC's user row), identified by its authenticator."""
 
@@ -211,8 +216,8 @@ class Account(models.Model):
 
     @property
     def public_cpid(self) -> str:
-        """The cross-project id exported to stats sites: md5(cross_project_id + email)."""
-        return hashlib.md5((self.cross_project_id + self.email_addr.lower()).encode()).hexdigest()
+        """This account's ``public_cpid``."""
+        return public_cpid(self.cross_project_id, self.email_addr)
 
 
 class DeletedAccount(models.Model):

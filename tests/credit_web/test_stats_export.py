@@ -179,7 +179,7 @@ def test_a_failed_write_keeps_the_previous_file(project, people, now, monkeypatc
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("apps.portal.stats_export.user_record", broken)
+    monkeypatch.setattr("apps.portal.stats_export.user_export_record", broken)
     with pytest.raises(RuntimeError):
         stats_export_write(project=project, now=now)
     assert (stats_dir(project) / "user.gz").read_bytes() == before
@@ -195,7 +195,7 @@ def test_ten_thousand_users_are_read_in_chunks(project, now, django_assert_max_n
     # 11 chunks of users, one each of hosts, teams, deleted users and deleted hosts, two
     # deletes of expired records (plus savepoint noise).
     with django_assert_max_num_queries(20):
-        outcome = stats_export_write(project=project, now=now)
+        outcome = stats_export_write(project=project, now=now, batch=1000)
     assert outcome.message.startswith("10500 users")
     assert len(read_gz(project, "user.gz")) == 10_500
 
