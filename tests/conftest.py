@@ -8,11 +8,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 # pytest-django's live server binds to this address in every session, whichever directories it
 # collects: 127.0.0.1 is what the stock BOINC client needs (it refuses host names without a dot,
 # such as localhost), and every other live-server test can use it as well.
 os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
+
+# Property tests check results, not speed (speed is the benchmarks' business): on a loaded
+# machine an example over Hypothesis's default 200 ms deadline would fail them as flaky.
+hypothesis_settings.register_profile("cobblestone", deadline=None)
+hypothesis_settings.load_profile("cobblestone")
 
 
 @pytest.fixture(autouse=True)
