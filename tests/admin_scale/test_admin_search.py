@@ -10,8 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from apps.hosts.models import Host
 from apps.projects.models import DaemonRun
-from apps.volunteers.models import CreditHistory
+from apps.volunteers.models import Account, CreditHistory
 from tests.factories import (
     AccountFactory,
     HostAppVersionFactory,
@@ -214,8 +215,20 @@ def test_account_search_finds_an_account_by_its_id(admin_client):
     ],
 )
 def test_name_and_address_searches_read_an_index(admin_client, url, index):
-    HostFactory(domain_name="crunch")
+    host = HostFactory(domain_name="crunch")
     AccountFactory(name="bob", email_addr="bob@example.org")
+    # Enough other rows, with fresh statistics, that the plan is the one a large table gets
+    # rather than whichever a two-row table with stale statistics happens to tie on.
+    Account.objects.bulk_create(
+        Account(project=host.project, name=f"volunteer{i}", email_addr=f"v{i}@example.org")
+        for i in range(2000)
+    )
+    others = list(Account.objects.filter(name__startswith="volunteer").values_list("pk", flat=True))
+    Host.objects.bulk_create(
+        Host(project=host.project, account_id=pk, domain_name=f"node{pk}") for pk in others
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE hosts_host, volunteers_account")
     with CaptureQueriesContext(connection) as captured:
         listed(admin_client, url)
     (search,) = [q["sql"] for q in captured.captured_queries if "LIKE" in q["sql"] or "UPPER" in q["sql"]][
