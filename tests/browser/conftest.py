@@ -50,6 +50,9 @@ class Looker:
     def __call__(self, page, name: str) -> None:
         self.count += 1
         self.seen.append(name)
+        # A look straight after a click could measure a page whose style sheets are still on
+        # their way.
+        page.wait_for_load_state("load")
         problems = []
         for size in self.widths:
             page.set_viewport_size(size)

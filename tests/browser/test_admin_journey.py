@@ -58,7 +58,8 @@ def project(db):
     version = AppVersionFactory(app=app)
     # Names fixed here: the factories' defaults end in counters over the whole test session,
     # so the columns' widths would depend on the tests that ran before.
-    host = HostFactory(account=AccountFactory(project=project), domain_name="host0")
+    # The host's id too: a large project's hosts have eight-digit ids.
+    host = HostFactory(pk=12_345_678, account=AccountFactory(project=project), domain_name="host0")
     for i in range(3):
         wu = WorkunitFactory(app=app, name=f"a_rather_long_workunit_name_of_a_batch_{i:04d}")
         ResultFactory(
