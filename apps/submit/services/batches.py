@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 
 from apps.core import clock
+from apps.core.db import quoted_table
 from apps.projects.models import Project
 from apps.projects.services import DaemonPass
 from apps.submit.domain.progress import JobCounts, next_state, progress
@@ -194,6 +195,21 @@ def batches_daemon(project: Project, now: datetime, options: object) -> DaemonPa
         items += 1
     items += job_files_release(project=project, now=now)
     return DaemonPass(items=items)
+
+
+def batch_jobs_purge_hold() -> tuple[str, tuple[object, ...]]:
+    """db_purge's condition keeping the jobs of a batch until it is retired and its outputs
+    are deleted (apps.work.services.extensions.purge_hold_register). Until then the
+    submitter still follows the jobs and fetches their outputs, and the deletion of those
+    outputs finds them through the jobs' rows. A batch number with no batch of the project
+    (one from an imported BOINC project, say) holds nothing.
+
+    SQL: the hold is a condition inside db_purge's own statement, by that interface."""
+    return (
+        f"w.batch <> 0 AND EXISTS (SELECT 1 FROM {quoted_table(Batch)} b WHERE b.id = w.batch "
+        "AND b.project_id = w.project_id AND (b.state <> %s OR NOT b.files_deleted))",
+        (int(BatchState.RETIRED),),
+    )
 
 
 def submitter_jobs_in_progress(account_id: int) -> int:

@@ -3,7 +3,8 @@
 work sits below those apps in the import layers, so it never imports them. The sequences app
 moves a sequence on when one of its steps validates (``step_validated_connect``),
 keeps db_purge off the steps of sequences that have not ended (``purge_hold_register``) and
-adds its deadline daemon to the round (apps.work.services.daemons.daemon_register).
+adds its deadline daemon to the round (apps.work.services.daemons.daemon_register); the
+submit app keeps db_purge off the jobs of batches not yet retired.
 """
 
 from __future__ import annotations

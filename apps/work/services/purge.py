@@ -2,8 +2,9 @@
 
 A workunit is purged when its files are deleted (file_delete_state DONE), its last report
 is at least ``min_age_days`` old (Project.purge_min_age_days; the ``run_daemons
---purge-min-age-days`` option overrides it) and, for a work-sequence step, its sequence has
-ended. One pass, holding a per-project lock so a single purger writes the archive, in one
+--purge-min-age-days`` option overrides it) and no app above work holds it: a work-sequence
+step until its sequence has ended, a batch's job until the batch is retired and its outputs
+deleted. One pass, holding a per-project lock so a single purger writes the archive, in one
 transaction:
 
 1. Pick up to ``limit`` such workunits in id order, locked (``SKIP LOCKED`` on PostgreSQL).
@@ -132,7 +133,8 @@ def _purgeable_lock(
 ) -> list[Workunit]:
     """Step 1: the workunits to purge, every column, in id order (just ``only``, or any but
     ``skip``)."""
-    # Kept: workunits an app above work holds (a step of a sequence that has not ended).
+    # Kept: workunits an app above work holds (a step of a sequence that has not ended, a
+    # job of a batch not yet retired).
     return workunits_purgeable(
         project.id, cutoff, limit, _WORKUNIT, only=only, skip=skip, holds=purge_holds()
     )
