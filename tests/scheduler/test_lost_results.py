@@ -123,3 +123,48 @@ def test_a_lost_task_whose_bound_was_edited_past_any_date_is_resent_by_its_old_d
     assert [r.name for r in reply.results] == [name]
     assert any(f"Resent lost result {name}" in m.text for m in reply.messages)
     assert Result.objects.get(name=name).report_deadline <= old_deadline + timedelta(seconds=1)
+
+
+def _expired(project, name: str) -> bool:
+    lost = Result.objects.get(name=name)
+    grace = timedelta(seconds=project.report_grace_period)
+    return lost.server_state == ServerState.IN_PROGRESS and lost.report_deadline + grace < clock.now()
+
+
+def test_a_lost_task_of_an_app_the_volunteer_no_longer_selects_is_timed_out_instead(
+    project, account, cpu_app
+):
+    from apps.applications.services import app_create
+    from apps.protocol.project_prefs import ProjectPrefs, ProjectPrefsDoc
+    from apps.scheduler.services.prefs import account_project_prefs_save
+
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app, n_jobs=2)
+    other = app_create(project=project, name="otherapp", user_friendly_name="Other app")
+    chosen = ProjectPrefs(apps_selected=(other.id,))
+    account_project_prefs_save(account=account, doc=ProjectPrefsDoc(primary=chosen))
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    assert name not in [r.name for r in reply.results]
+    assert any(
+        f"Didn't resend lost result {name} (application not selected)" in m.text for m in reply.messages
+    )
+    assert _expired(project, name)
+
+
+def test_a_lost_task_of_a_deprecated_app_is_timed_out_instead(project, account, cpu_app):
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app)
+    cpu_app.deprecated = True
+    cpu_app.save()
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    assert name not in [r.name for r in reply.results]
+    assert any(f"Didn't resend lost result {name} (application deprecated)" in m.text for m in reply.messages)
+    assert _expired(project, name)

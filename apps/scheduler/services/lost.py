@@ -8,8 +8,9 @@ Two of BOINC's rules (sched/handle_request.cpp mark_results_over, sched/sched_re
   of leaving them to their deadlines on a host that forgot them.
 * With the project's ``resend_lost_results``, a result in progress on the host that the
   host does not list in ``<other_results>`` (a lost reply, or a project reset) is sent
-  again with a fresh deadline; one that is no longer needed, or could not finish in
-  time, is made to time out now so the transitioner does the rest.
+  again with a fresh deadline; one that is no longer needed, could not finish in time, or
+  is of an application that is deprecated or that the volunteer no longer selects, is made
+  to time out now so the transitioner does the rest.
 
 Work-sequence steps are left to the sequence source, which resends and relocates them
 by the rules in docs/sequences.md.
@@ -91,6 +92,12 @@ def lost_results_resend(dispatcher: Dispatcher) -> int:
 
 def _resend_one(dispatcher: Dispatcher, result: Result) -> bool:
     ctx, wu = dispatcher.ctx, result.workunit
+    refused = _app_refused(dispatcher, result.app_id)
+    if refused:
+        # As BOINC: not resent, and timed out now so that another host gets the job soon.
+        _expire(ctx, result)
+        ctx.message(f"Didn't resend lost result {result.name} ({refused})", notice=True)
+        return False
     options = dispatcher.versions.options.get(result.app_id, ())
     option = choose_version(options, dispatcher.need)
     if option is None:
@@ -109,6 +116,17 @@ def _resend_one(dispatcher: Dispatcher, result: Result) -> bool:
         return False  # no deadline for it (logged): it stays in progress and times out
     ctx.message(f"Resent lost result {result.name}", notice=True)
     return True
+
+
+def _app_refused(dispatcher: Dispatcher, app_id: int) -> str | None:
+    """Why the result's app takes no resend on this host: deprecated (it is not in the
+    catalog), or not among the applications the volunteer selected; None if it does."""
+    if app_id not in dispatcher.versions.apps:
+        return "application deprecated"
+    selected = dispatcher.ctx.prefs.apps_selected
+    if selected and app_id not in selected:
+        return "application not selected"
+    return None
 
 
 def _new_delay(result: Result, ctx: RpcContext) -> float:
