@@ -248,11 +248,19 @@ def test_each_part_can_be_killed_or_restarted_and_the_server_recovers(stack):
         return status == 200 and set(json.loads(body).values()) == {"OK"}
 
     def until(predicate, what: str) -> None:
-        # Generous: the suite runs this beside another pytest process on two cores.
+        # Generous: the suite runs this beside other pytest processes on two cores.
         deadline = time.monotonic() + 180
         while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}; last answer: {last}"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}; {diagnosis()}"
             time.sleep(0.5)
+
+    def diagnosis() -> str:
+        # Whether the worker answers a ping from a new client tells a worker that stopped
+        # listening from a web process whose own broker connection went stale.
+        return (
+            f"last answer: {last}; the worker answers a new client's ping: {worker.ready()}\n"
+            f"--- worker log (end) ---\n{worker.log()[-3000:]}"
+        )
 
     web, worker = stack.part("web"), stack.part("worker")
     killed = stack.kill("web", child=True)
