@@ -202,7 +202,7 @@ def batch_jobs_purge_hold() -> tuple[str, tuple[object, ...]]:
     are deleted (apps.work.services.extensions.purge_hold_register). Until then the
     submitter still follows the jobs and fetches their outputs, and the deletion of those
     outputs finds them through the jobs' rows. A batch number with no batch of the project
-    (one from an imported BOINC project, say) holds nothing.
+    behind it (BOINC projects number batches without batch rows too) holds nothing.
 
     SQL: the hold is a condition inside db_purge's own statement, by that interface."""
     return (
