@@ -81,15 +81,15 @@ def workunits_claim_due(
     oldest first, get ``lease`` as their transition time; their ids and former times.
 
     Why SQL on PostgreSQL: a select-then-update through the ORM takes two statements and a
-    transaction holding the row locks between them; ``UPDATE … FROM (… FOR UPDATE SKIP
-    LOCKED) RETURNING`` claims in one statement that commits at once and lets concurrent
+    transaction holding the row locks between them; ``WITH … MATERIALIZED (… FOR UPDATE
+    SKIP LOCKED) UPDATE … RETURNING`` claims in one statement that commits at once and lets concurrent
     transitioners skip each other's rows. SQLite has one writer, so the ORM's two
     statements in a transaction do the same there.
     """
     if connection.vendor == "postgresql":
         table = quoted_table(Workunit)
         rows = fetch_rows(
-            f"WITH due AS (SELECT id, transition_time FROM {table} WHERE project_id = %s"
+            f"WITH due AS MATERIALIZED (SELECT id, transition_time FROM {table} WHERE project_id = %s"
             " AND transition_time <= %s ORDER BY transition_time, id LIMIT %s FOR UPDATE SKIP LOCKED)"
             f" UPDATE {table} w SET transition_time = %s FROM due WHERE w.id = due.id"
             " RETURNING w.id, due.transition_time",
@@ -116,9 +116,11 @@ def workunits_claim_validation(app_id: int, now: datetime, limit: int, lease: da
     ``transition_time`` (the rest deferred).
 
     Why SQL: the new time depends on each row's own time (a CASE), and on PostgreSQL the
-    claim is one ``UPDATE … FROM (… FOR UPDATE SKIP LOCKED) RETURNING`` that commits at once
-    so concurrent validators skip each other's rows; the ORM needs a locked SELECT and an
-    UPDATE. On SQLite (one writer) the SELECT and the UPDATE run in one transaction.
+    claim is one ``WITH … MATERIALIZED (… FOR UPDATE SKIP LOCKED) UPDATE … RETURNING`` that
+    commits at once so concurrent validators skip each other's rows; the ORM needs a locked
+    SELECT and an UPDATE. The pick is a materialized CTE, run once: as a subquery in the
+    UPDATE's FROM, a nested-loop plan runs it again per row and each run skips the rows just
+    updated, claiming past ``limit``. On SQLite (one writer) the SELECT and the UPDATE run in one transaction.
     """
     lease_value = db_datetime(lease)
     table = quoted_table(Workunit)
@@ -131,9 +133,10 @@ def workunits_claim_validation(app_id: int, now: datetime, limit: int, lease: da
     )
     if connection.vendor == "postgresql":
         rows = fetch_rows(
+            f"WITH c AS MATERIALIZED ({candidates} FOR UPDATE SKIP LOCKED) "
             f"UPDATE {table} AS w SET need_validate = false, transition_time = {new_time} "
-            f"FROM ({candidates} FOR UPDATE SKIP LOCKED) c WHERE w.id = c.id RETURNING {columns}",
-            [db_datetime(now), lease_value, app_id, limit],
+            f"FROM c WHERE w.id = c.id RETURNING {columns}",
+            [app_id, limit, db_datetime(now), lease_value],
         )
     else:
         # SQLite has one writer: the transaction holds the write lock from its start, so the

@@ -134,6 +134,28 @@ def test_claim_validation_equals_the_orm_version() -> None:
     assert _times(mine) == _times(theirs)
 
 
+@pytest.mark.parametrize("claim", ["validation", "due"])
+def test_a_claim_takes_no_more_than_its_limit_when_statistics_are_stale(claim: str) -> None:
+    # Statistics taken when the table held one row lead PostgreSQL to a nested loop that
+    # runs the locking subquery again for each row it updates; each run skips the rows
+    # this statement has just changed, so an inline subquery would claim past its limit.
+    app = AppFactory()
+    WorkunitFactory(app=app, transition_time=NOW + timedelta(days=1), need_validate=False)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {Workunit._meta.db_table}")
+    due = NOW - timedelta(minutes=1)
+    wus = [WorkunitFactory(app=app, transition_time=due, need_validate=True) for _ in range(4)]
+    lease = NOW + timedelta(seconds=90)
+    if claim == "validation":
+        claimed = [wu.id for wu in workunits_claim_validation(app.id, NOW, 3, lease)]
+        left = list(Workunit.objects.filter(app=app, need_validate=True).values_list("id", flat=True))
+    else:
+        claimed = [wu_id for wu_id, _ in workunits_claim_due(app.project_id, NOW, 3, lease)]
+        left = list(Workunit.objects.filter(app=app, transition_time=due).values_list("id", flat=True))
+    assert (sorted(claimed), left) == ([wu.id for wu in wus[:3]], [wus[3].id])
+
+
 def test_transition_claims_release_equals_one_orm_update_per_claim() -> None:
     app = AppFactory()
     lease, old = NOW + timedelta(seconds=90), NOW - timedelta(minutes=5)
