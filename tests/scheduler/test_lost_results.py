@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 from django.test import Client
 
+from apps.applications.models import AppVersion
 from apps.core import clock
 from apps.hosts.models import Host
 from apps.work.domain.states import Outcome, ServerState
 from apps.work.models import Result, Workunit
-from tests.scheduler.conftest import make_jobs, make_request, others, rpc
+from tests.scheduler.conftest import GPU, make_jobs, make_request, others, rpc
 
 pytestmark = pytest.mark.django_db
 
@@ -59,9 +61,8 @@ def test_multiple_clients_on_one_computer_do_not_end_each_others_tasks(project, 
 
 def _after_reset(account, hostid: int, **overrides):
     """The request of a client whose project was reset: its hostid, no tasks listed."""
-    return make_request(
-        account.authenticator, hostid=hostid, rpc_seqno=1, cpu_req_secs=100.0, other_results=(), **overrides
-    )
+    fields = {"rpc_seqno": 1, "cpu_req_secs": 100.0, **overrides}
+    return make_request(account.authenticator, hostid=hostid, other_results=(), **fields)
 
 
 def test_a_lost_task_is_sent_again_with_resend_lost_results(project, account, cpu_app):
@@ -125,6 +126,12 @@ def test_a_lost_task_whose_bound_was_edited_past_any_date_is_resent_by_its_old_d
     assert Result.objects.get(name=name).report_deadline <= old_deadline + timedelta(seconds=1)
 
 
+def _refused(reply, name: str, why: str) -> bool:
+    """The reply leaves the lost result out and tells the volunteer why."""
+    told = any(f"Didn't resend lost result {name} ({why})" in m.text for m in reply.messages)
+    return told and name not in [r.name for r in reply.results]
+
+
 def _expired(project, name: str) -> bool:
     lost = Result.objects.get(name=name)
     grace = timedelta(seconds=project.report_grace_period)
@@ -148,10 +155,7 @@ def test_a_lost_task_of_an_app_the_volunteer_no_longer_selects_is_timed_out_inst
 
     reply = rpc(client, project, _after_reset(account, hostid))
 
-    assert name not in [r.name for r in reply.results]
-    assert any(
-        f"Didn't resend lost result {name} (application not selected)" in m.text for m in reply.messages
-    )
+    assert _refused(reply, name, "application not selected")
     assert _expired(project, name)
 
 
@@ -165,6 +169,38 @@ def test_a_lost_task_of_a_deprecated_app_is_timed_out_instead(project, account, 
 
     reply = rpc(client, project, _after_reset(account, hostid))
 
-    assert name not in [r.name for r in reply.results]
-    assert any(f"Didn't resend lost result {name} (application deprecated)" in m.text for m in reply.messages)
+    assert _refused(reply, name, "application deprecated")
     assert _expired(project, name)
+
+
+def test_a_lost_task_with_no_version_left_for_the_host_is_timed_out_instead(project, account, cpu_app):
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app)
+    for version in AppVersion.objects.filter(app=cpu_app):
+        version.deprecated = True
+        version.save()
+
+    reply = rpc(client, project, _after_reset(account, hostid))
+
+    assert _refused(reply, name, "no application version for this computer")
+    assert _expired(project, name)
+
+
+def test_a_lost_task_stays_in_progress_when_the_request_asks_only_for_other_work(project, account, cpu_app):
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, cpu_app)
+    gpu_only = dict(cpu_req_secs=0.0, work_req_seconds=3600.0, coprocs=(replace(GPU, req_secs=3600.0),))
+
+    reply = rpc(client, project, _after_reset(account, hostid, **gpu_only))
+
+    # The host can run it and may ask for CPU work later: it is neither resent nor ended.
+    assert name not in [r.name for r in reply.results]
+    assert not any(name in m.text for m in reply.messages)
+    assert Result.objects.get(name=name).server_state == ServerState.IN_PROGRESS
+    assert not _expired(project, name)
+    later = rpc(client, project, _after_reset(account, hostid, rpc_seqno=2))
+    assert [r.name for r in later.results] == [name]

@@ -8,9 +8,10 @@ Two of BOINC's rules (sched/handle_request.cpp mark_results_over, sched/sched_re
   of leaving them to their deadlines on a host that forgot them.
 * With the project's ``resend_lost_results``, a result in progress on the host that the
   host does not list in ``<other_results>`` (a lost reply, or a project reset) is sent
-  again with a fresh deadline; one that is no longer needed, could not finish in time, or
-  is of an application that is deprecated or that the volunteer no longer selects, is made
-  to time out now so the transitioner does the rest.
+  again with a fresh deadline; one that is no longer needed, could not finish in time, is
+  of an application that is deprecated or that the volunteer no longer selects, or has no
+  version this host can run, is made to time out now so the transitioner does the rest.
+  One whose versions use a resource the request asks no work for stays in progress.
 
 Work-sequence steps are left to the sequence source, which resends and relocates them
 by the rules in docs/sequences.md.
@@ -98,10 +99,20 @@ def _resend_one(dispatcher: Dispatcher, result: Result) -> bool:
         _expire(ctx, result)
         ctx.message(f"Didn't resend lost result {result.name} ({refused})", notice=True)
         return False
-    options = dispatcher.versions.options.get(result.app_id, ())
+    options = [o for o in dispatcher.versions.options.get(result.app_id, ()) if o.projected_flops > 0]
+    if not options:
+        # No version of the app this host can run (withdrawn, or a plan class it no longer
+        # meets): it would otherwise sit here until its deadline.
+        _expire(ctx, result)
+        ctx.message(
+            f"Didn't resend lost result {result.name} (no application version for this computer)", notice=True
+        )
+        return False
     option = choose_version(options, dispatcher.need)
     if option is None:
-        return False  # nothing this host may run it with now: it stays in progress
+        # Versions exist, but for a resource this request does not ask work for: it stays in
+        # progress and goes out again with a later request that does.
+        return False
     delay = _new_delay(result, ctx)
     est_dur = estimated_duration(
         fpops_est=wu.rsc_fpops_est,
