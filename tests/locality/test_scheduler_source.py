@@ -265,3 +265,14 @@ def test_the_large_file_is_sent_sticky_and_report_on_rpc(client, loc_project, lo
     app_file = next(f for f in reply.file_infos if f.name != "a.dat")
     assert app_file.report_on_rpc is False
     assert response.content.count(b"<report_on_rpc/>") == 1
+
+
+def test_a_non_cpu_intensive_apps_jobs_go_one_per_host_even_for_a_file_it_holds(loc_project, loc_app, hosts):
+    loc_app.non_cpu_intensive = True
+    loc_app.save()
+    file_work(loc_project, loc_app, "a.dat", 5)
+    host = hosts.new(files={"a.dat": 10 * MB})
+    first = hosts.rpc(host, jobs=4)
+    host.running = []  # still running it: not reported with the next request
+    second = hosts.rpc(host, jobs=4)
+    assert (len(first.results), second.results) == (1, ())

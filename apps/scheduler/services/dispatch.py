@@ -501,8 +501,10 @@ def unsent_window(
     limit: int,
     *,
     homogeneity: Homogeneity | None = None,
+    with_locality_work: bool = False,
 ) -> list[Result]:
     """One window of unsent results (with their workunits), locked, in dispatch order.
+    ``with_locality_work``: under locality scheduling, include the work of locality files too.
 
     Hand-written SQL (see ModelColumns): the ORM spent more time building this query than
     the database spent running it. Results of workunits already on this host are left out
@@ -516,7 +518,7 @@ def unsent_window(
         " AND NOT EXISTS (SELECT 1 FROM work_result o WHERE o.workunit_id = r.workunit_id AND o.host_id = %s)"
     ]
     params: list[object] = [ctx.project.id, *app_ids, host.id]
-    if ctx.project.locality_scheduling:
+    if ctx.project.locality_scheduling and not with_locality_work:
         # Locality scheduling: FILENAME__* work is sent only by the locality source, which
         # replaces this scan for it as BOINC's send_work_locality does; other work stays here.
         where.append(" AND w.locality_file_name = ''")

@@ -178,9 +178,10 @@ class _LocalityPass:
                 if not d.need.work_needed():
                     return sent, False
                 result = by_id[result_id]
-                if d.option_for(result) is None:
+                if d.option_for(result) is None or _non_cpu_intensive(d, result.app_id):
                     # The design: all results of a file have versions for the same platforms,
-                    # so one this host cannot run ends the file (and it is not deleted).
+                    # so one this host cannot run ends the file (and it is not deleted). A
+                    # non-CPU-intensive app's jobs are the NCI source's, one per host.
                     return sent, False
                 if d.try_send(result):
                     sent += 1
@@ -283,6 +284,11 @@ class _LocalityPass:
             now=ctx.now,
         )
         self.held |= names
+
+
+def _non_cpu_intensive(dispatcher: Dispatcher, app_id: int) -> bool:
+    app = dispatcher.versions.apps.get(app_id)
+    return app is not None and app.non_cpu_intensive
 
 
 def _effective_wait_period(project: Project) -> float:

@@ -2,7 +2,7 @@
 
 Such an app (a monitor, a network probe) runs beside the host's computing and is flagged to
 the client in its ``<app>``. A host gets a job of one only while it has none in progress;
-the general source never sends them.
+the general and locality sources never send them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ def send_nci_work(dispatcher: Dispatcher) -> None:
         if app_id in busy or not dispatcher.need.work_needed():
             continue
         # The jobs of such an app are alike: if the first cannot go, none can.
-        window = unsent_window(dispatcher.ctx, [app_id], None, 1, homogeneity=dispatcher.homogeneity)
+        # Including locality-file work, which the locality source leaves to this one.
+        window = unsent_window(
+            dispatcher.ctx, [app_id], None, 1, homogeneity=dispatcher.homogeneity, with_locality_work=True
+        )
         if window:
             dispatcher.try_send(window[0])
