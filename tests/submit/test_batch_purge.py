@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from apps.core import clock
+from apps.submit.domain.states import BatchState
 from apps.submit.models import Batch
 from apps.submit.services.batches import batch_retire
 from apps.work.models import Workunit
@@ -61,3 +62,14 @@ def test_a_batch_number_without_a_batch_of_the_project_holds_nothing(project, do
     Workunit.objects.filter(batch=done_batch.id).update(batch=done_batch.id + 1000)
     workunits_purge(project=project, now=clock.now() + LATER, min_age_days=0)
     assert not Workunit.objects.filter(batch=done_batch.id + 1000).exists()
+
+
+def test_the_jobs_of_an_expired_batch_are_purged_once_the_daemon_retires_it(project, done_batch):
+    Batch.objects.filter(id=done_batch.id).update(expire_time=clock.now() - timedelta(minutes=1))
+    workunits_purge(project=project, now=clock.now() + LATER, min_age_days=0)
+    assert Workunit.objects.filter(batch=done_batch.id).count() == 2  # expired, not yet retired
+    daemons_round(slug=project.slug)  # the batches daemon retires it and deletes its outputs
+    batch = Batch.objects.get(id=done_batch.id)
+    assert (batch.state, batch.files_deleted) == (BatchState.RETIRED, True)
+    workunits_purge(project=project, now=clock.now() + LATER, min_age_days=0)
+    assert not Workunit.objects.filter(batch=done_batch.id).exists()
