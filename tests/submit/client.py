@@ -41,8 +41,18 @@ class InputFile:
 
 
 @dataclass
+class RemoteInput:
+    """An input hosts download from a URL (mode remote), written as lib/remote_submit.cpp
+    writes it (nbytes with printf's %f)."""
+
+    url: str
+    nbytes: float
+    md5: str
+
+
+@dataclass
 class Job:
-    files: list[InputFile] = field(default_factory=list)
+    files: list[InputFile | RemoteInput] = field(default_factory=list)
     name: str | None = None
     rsc_fpops_est: float | None = None
     command_line: str | None = None
@@ -98,6 +108,12 @@ class SubmitClient:
             if job.priority is not None:
                 xml += f"<priority>{job.priority}</priority>\n"
             for f in job.files:
+                if isinstance(f, RemoteInput):
+                    xml += (
+                        f"<input_file>\n<mode>remote</mode>\n<url>{f.url}</url>\n"
+                        f"<nbytes>{f.nbytes:f}</nbytes>\n<md5>{f.md5}</md5>\n</input_file>\n"
+                    )
+                    continue
                 xml += f"<input_file>\n<mode>{f.mode}</mode>\n<source>{f.source}</source>\n</input_file>\n"
             xml += "</job>\n"
         return xml + f"</batch>\n</{op}>\n"

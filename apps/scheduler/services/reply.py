@@ -189,7 +189,7 @@ def _work_elements(ctx: RpcContext) -> _WorkElements:
                 f.name,
                 FileInfoDesc(
                     name=f.name,
-                    download_urls=(f"{project.download_url}/{f.name}",),
+                    download_urls=(f.remote_url or f"{project.download_url}/{f.name}",),
                     md5_cksum=f.md5_cksum,
                     nbytes=f.nbytes,
                     sticky=f.sticky,

@@ -12,6 +12,7 @@ from apps.submit.domain.states import BatchState
 from apps.submit.models import Batch
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MAX = 2**63 - 1
 
 
 class BatchSerializer(serializers.ModelSerializer):
@@ -63,12 +64,27 @@ class ExpireTimeSerializer(serializers.Serializer):
 
 class InputFileSerializer(serializers.Serializer):
     mode = serializers.ChoiceField(
-        ["local_staged", "inline"], help_text="local_staged: an uploaded jf_ file; inline: the contents"
+        ["local_staged", "inline", "remote"],
+        help_text="local_staged: an uploaded jf_ file; inline: the contents; remote: a file hosts download from url",
     )
     # BOINC's field name; DRF's metaclass takes declared fields off the class, so no clash.
     source = serializers.CharField(  # type: ignore[assignment]
-        trim_whitespace=False, help_text="The jf_ name, or the contents"
+        required=False,
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The jf_ name, or the contents",
     )
+    url = serializers.CharField(required=False, default="", allow_blank=True, max_length=1000)
+    nbytes = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT64_MAX)
+    md5 = serializers.CharField(required=False, default="", allow_blank=True, max_length=32)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        needed = ("url", "md5", "nbytes") if attrs["mode"] == "remote" else ("source",)
+        missing = [name for name in needed if not attrs[name]]
+        if missing:
+            raise serializers.ValidationError({name: f"required in mode {attrs['mode']}" for name in missing})
+        return attrs
 
 
 class JobSerializer(serializers.Serializer):

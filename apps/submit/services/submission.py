@@ -35,7 +35,9 @@ from apps.work.services.create import (
     WU_PARAMS,
     InputSpec,
     JobSpec,
+    RemoteFile,
     WorkError,
+    remote_check,
     text_check,
     workunits_create,
 )
@@ -184,6 +186,7 @@ class _Stager:
         self.written: list[Path] = []
         self.job_files: set[int] = set()
         self.inline: dict[str, str] = {}
+        self.remote: dict[str, RemoteFile] = {}
 
     def name(self, f: InputFileDesc, where: str) -> str:
         if f.mode == "local_staged":
@@ -193,7 +196,22 @@ class _Stager:
             return name
         if f.mode == "inline":
             return self._inline(f.source, where)
+        if f.mode == "remote":
+            return self._remote(f, where)
         raise SubmitError(f"{where}: unsupported file mode: {f.mode}")
+
+    def _remote(self, f: InputFileDesc, where: str) -> str:
+        """A file hosts download from the submitter's URL, named by its MD5 as BOINC does."""
+        if not float(f.nbytes).is_integer():
+            raise SubmitError(f"{where}: remote input: nbytes must be a whole number")
+        remote = RemoteFile(url=f.url.strip(), md5=f.md5.strip().lower(), nbytes=int(f.nbytes))
+        try:
+            remote_check(remote)
+        except WorkError as exc:
+            raise SubmitError(f"{where}: {exc}") from None
+        name = job_file_name(remote.md5)
+        self.remote.setdefault(name, remote)
+        return name
 
     def _inline(self, contents: str, where: str) -> str:
         if contents in self.inline:
@@ -224,6 +242,8 @@ def job_file_store(*, project: Project, name: str, data: bytes) -> list[Path]:
     input_file, _ = InputFile.objects.get_or_create(
         project=project, name=name, defaults={"md5_cksum": md5, "nbytes": len(data)}
     )
+    if input_file.remote_url:  # known as a remote input: hosts now download this copy
+        InputFile.objects.filter(id=input_file.id).update(remote_url="")
     JobFile.objects.get_or_create(input_file=input_file)
     return written
 
@@ -234,7 +254,7 @@ def _inputs(
     where = f"job {index}"
     names = [stager.name(f, where) for f in job.input_files]
     if template is None:
-        return tuple(InputSpec(name=n, open_name=n) for n in names)
+        return tuple(InputSpec(name=n, open_name=n, remote=stager.remote.get(n)) for n in names)
     if len(names) != len(template.files):
         raise SubmitError(
             f"wrong # of input files for job {index}: need {len(template.files)}, got {len(names)}"
@@ -247,6 +267,7 @@ def _inputs(
         specs.append(
             InputSpec(
                 name=names[i],
+                remote=stager.remote.get(names[i]),
                 open_name=ref.open_name if ref and ref.open_name else names[i],
                 copy_file=ref.copy_file if ref else True,
                 sticky=file.sticky,

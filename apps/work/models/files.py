@@ -9,7 +9,8 @@ from apps.work.domain.states import FileDeleteState
 
 
 class InputFile(models.Model):
-    """A file in the project's download area, referenced by one or more workunits."""
+    """A file in the project's download area, or at a remote URL, referenced by one or more
+    workunits."""
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="input_files")
     name = models.CharField(max_length=254)
@@ -19,6 +20,11 @@ class InputFile(models.Model):
     report_on_rpc = models.BooleanField(default=False, help_text="Listed by the client in every request")
     no_delete = models.BooleanField(default=False, help_text="Never deleted by the file deleter")
     gzip = models.BooleanField(default=False, help_text="Also served as NAME.gz for gzipped download")
+    remote_url = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Where hosts download it when it is not in the download area (a remote input)",
+    )
     create_time = models.DateTimeField(auto_now_add=True)
     file_delete_state = models.PositiveSmallIntegerField(
         choices=enum_choices(FileDeleteState), default=FileDeleteState.INIT
@@ -33,7 +39,7 @@ class InputFile(models.Model):
 
     @property
     def url(self) -> str:
-        return f"{self.project.download_url}/{self.name}"
+        return self.remote_url or f"{self.project.download_url}/{self.name}"
 
 
 class WorkunitFileRef(models.Model):

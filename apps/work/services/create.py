@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -11,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 
 # The bounds live with the rules (App checks its defaults with them too); callers import them here.
@@ -77,10 +80,22 @@ def _xml_writable(text: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoteFile:
+    """An input hosts download from a URL of the submitter's, never in the download area
+    (BOINC's remote input mode): the server knows only its checksum and size."""
+
+    url: str
+    md5: str
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class InputSpec:
-    """An input file for a workunit: a path to stage, or the name of a file already staged."""
+    """An input file for a workunit: a path to stage, the name of a file already staged, or
+    (``remote``, with its name) a file at a URL."""
 
     path: Path | None = None
+    remote: RemoteFile | None = None
     name: str = ""
     open_name: str = ""
     copy_file: bool = True
@@ -164,6 +179,8 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
     file the file deleter has removed is copied in again from ``spec.path``; named without
     a path it is refused.
     """
+    if spec.remote is not None:
+        return _remote_stage(project, spec, spec.remote)
     if spec.path is None:
         name_check("input file", spec.name)
         existing = InputFile.objects.filter(project=project, name=spec.name).first()
@@ -197,6 +214,57 @@ def input_file_stage(*, project: Project, spec: InputSpec, copied: list[Path] | 
         no_delete=spec.no_delete,
         gzip=spec.gzip,
     )
+
+
+def _remote_stage(project: Project, spec: InputSpec, remote: RemoteFile) -> InputFile:
+    """The row of a remote input: made, or found with the same checksum and size. A copy in
+    the download area, if there is one, is served instead of the URL."""
+    name_check("input file", spec.name)
+    remote_check(remote)
+    existing = InputFile.objects.filter(project=project, name=spec.name).first()
+    if existing is None:
+        return InputFile.objects.create(
+            project=project,
+            name=spec.name,
+            md5_cksum=remote.md5,
+            nbytes=remote.nbytes,
+            remote_url=remote.url,
+            sticky=spec.sticky,
+            report_on_rpc=spec.report_on_rpc,
+            no_delete=spec.no_delete,
+        )
+    if (existing.md5_cksum, existing.nbytes) != (remote.md5, remote.nbytes):
+        raise WorkError(f"a different file named {spec.name!r} is already known")
+    if existing.file_delete_state == FileDeleteState.DONE:
+        _remote_revive(existing.id, remote)
+        existing.refresh_from_db(fields=["file_delete_state", "remote_url"])
+        return existing
+    return _needed_again(existing)
+
+
+def _remote_revive(file_id: int, remote: RemoteFile) -> None:
+    """A deleted file named again as a remote input: in use again, downloaded from the URL."""
+    InputFile.objects.filter(id=file_id, file_delete_state=FileDeleteState.DONE).update(
+        remote_url=remote.url, file_delete_state=FileDeleteState.INIT
+    )
+
+
+_URL = URLValidator(schemes=["http", "https"])
+
+
+def remote_check(remote: RemoteFile) -> None:
+    """A remote input's URL (http or https, at most 1,000 characters), MD5 (32 lowercase hex
+    digits) and size (positive) are what a client can use, or WorkError says which is not."""
+    try:
+        _URL(remote.url)
+    except ValidationError:
+        raise WorkError(f"remote input: bad URL {remote.url[:80]!r} (http or https)") from None
+    if len(remote.url) > 1000:
+        raise WorkError("remote input: URL over 1,000 characters")
+    if not re.fullmatch(r"[0-9a-f]{32}", remote.md5):
+        raise WorkError(f"remote input: bad MD5 {remote.md5[:40]!r} (32 lowercase hex digits)")
+    if not 1 <= remote.nbytes <= INT64_MAX:
+        raise WorkError(f"remote input: nbytes must be between 1 and {INT64_MAX}")
 
 
 def _deleted_message(name: str) -> str:
@@ -256,6 +324,9 @@ def _inputs_recheck(project: Project, inputs: list[tuple[InputSpec, InputFile]],
         if f.id not in deleted:
             continue
         deleted.discard(f.id)
+        if spec.remote is not None:
+            _remote_revive(f.id, spec.remote)
+            continue
         if spec.path is None:
             raise WorkError(_deleted_message(f.name))
         _copy_in(project, spec.path, f.name, spec.path.read_bytes(), gz=f.gzip, copied=copied)
