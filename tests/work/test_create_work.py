@@ -256,3 +256,68 @@ def test_a_workunit_is_created_at_the_creating_services_clock(project):
     [wu] = workunits_create(project=project, app=app, jobs=[JobSpec(name="old")], now=earlier)
     wu.refresh_from_db()
     assert wu.create_time == earlier
+
+
+TWO_INPUTS = """<input_template>
+  <file_info><number>0</number></file_info>
+  <file_info><number>1</number></file_info>
+  <workunit>
+    <file_ref><file_number>0</file_number><open_name>first</open_name></file_ref>
+    <file_ref><file_number>1</file_number><open_name>second</open_name></file_ref>
+  </workunit>
+</input_template>"""
+REMOTE_MD5 = hashlib.md5(b"kept elsewhere\n").hexdigest()
+
+
+@pytest.mark.parametrize("remote_first", [True, False])
+def test_remote_file_takes_its_place_among_the_input_files_in_command_line_order(
+    project, files, remote_first
+):
+    (files / "two.xml").write_text(TWO_INPUTS)
+    remote = ["--remote_file", "https://data.example.org/k.bin", "15", REMOTE_MD5.upper()]
+    local = [str(files / "a.txt")]
+    create(
+        "--wu_name",
+        "mixed",
+        "--wu_template",
+        str(files / "two.xml"),
+        *(remote + local if remote_first else local + remote),
+    )
+    refs = {r.open_name: r.file for r in Workunit.objects.get(name="mixed").file_refs.all()}
+    remote_role, local_role = ("first", "second") if remote_first else ("second", "first")
+    assert (refs[remote_role].name, refs[remote_role].remote_url) == (
+        f"jf_{REMOTE_MD5}",
+        "https://data.example.org/k.bin",
+    )
+    assert (refs[local_role].name, refs[local_role].remote_url) == ("a.txt", "")
+    assert not (project.download_dir / f"jf_{REMOTE_MD5}").exists()
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "url", "message"),
+    [
+        ("15.5", "https://data.example.org/k.bin", "is not a whole number"),
+        ("many", "https://data.example.org/k.bin", "is not a number"),
+        ("15", "ftp://data.example.org/k.bin", "bad URL"),
+    ],
+)
+def test_a_bad_remote_file_is_refused_and_creates_nothing(project, nbytes, url, message):
+    with pytest.raises(CommandError, match=message):
+        create("--wu_name", "bad", "--remote_file", url, nbytes, REMOTE_MD5)
+    assert not Workunit.objects.exists()
+    assert not InputFile.objects.exists()
+
+
+def test_stdin_lines_take_remote_files_too(project, monkeypatch):
+    lines = f"--wu_name r1 --remote_file https://data.example.org/k.bin 15 {REMOTE_MD5}\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    create("--stdin")
+    assert Workunit.objects.get(name="r1").file_refs.get().file.remote_url == "https://data.example.org/k.bin"
+
+
+def test_a_bad_remote_file_on_a_stdin_line_creates_nothing(project, monkeypatch):
+    lines = f"--wu_name r1 --remote_file https://data.example.org/k.bin 1.5 {REMOTE_MD5}\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    with pytest.raises(CommandError, match=r"stdin line 1: .*not a whole number"):
+        create("--stdin")
+    assert not Workunit.objects.exists()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -39,7 +38,7 @@ def sequence_from_options(project: Project, app: App, opts: dict[str, Any]) -> s
             output_template=load_output_template(opts["result_template"])
             if opts["result_template"]
             else None,
-            infiles=[Path(p) for p in opts["infiles"]],
+            infiles=opts["inputs"],
             options=create_work.job_options(argparse.Namespace(**opts)),
         )
         spec = SequenceSpec(

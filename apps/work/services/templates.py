@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from apps.protocol import ProtocolError
 from apps.protocol.templates import InputTemplate, OutputTemplate, parse_input_template, parse_output_template
-from apps.work.services.create import DEFAULT_OUTPUTS, WU_PARAMS, InputSpec, JobSpec, OutputSpec, WorkError
+from apps.work.services.create import (
+    DEFAULT_OUTPUTS,
+    WU_PARAMS,
+    InputSpec,
+    JobSpec,
+    OutputSpec,
+    RemoteFile,
+    WorkError,
+)
 
 
 def load_input_template(path: Path) -> InputTemplate:
@@ -45,10 +55,14 @@ def outputs_from_template(template: OutputTemplate | None) -> tuple[OutputSpec, 
     return tuple(specs)
 
 
-def inputs_from_template(template: InputTemplate | None, infiles: list[Path]) -> tuple[InputSpec, ...]:
-    """Command-line input files, in order, become the template's file_infos 0, 1, ..."""
+def inputs_from_template(
+    template: InputTemplate | None, infiles: Sequence[Path | RemoteFile]
+) -> tuple[InputSpec, ...]:
+    """Command-line input files, in order, become the template's file_infos 0, 1, ...; a
+    remote file is known as ``jf_<md5>``, as BOINC names it."""
+    bases = [_base_spec(f) for f in infiles]
     if template is None:
-        return tuple(InputSpec(path=p, open_name=p.name) for p in infiles)
+        return tuple(replace(base, open_name=base.name or _path_name(base)) for base in bases)
     if len(infiles) != len(template.files):
         raise WorkError(f"the input template has {len(template.files)} file(s) but {len(infiles)} were given")
     by_number = {f.number if f.number is not None else i: (i, f) for i, f in enumerate(template.files)}
@@ -56,10 +70,11 @@ def inputs_from_template(template: InputTemplate | None, infiles: list[Path]) ->
     specs = []
     for number, (i, file) in sorted(by_number.items()):
         ref = refs.get(number)
+        base = bases[i]
         specs.append(
-            InputSpec(
-                path=infiles[i],
-                open_name=ref.open_name if ref and ref.open_name else infiles[i].name,
+            replace(
+                base,
+                open_name=ref.open_name if ref and ref.open_name else (base.name or _path_name(base)),
                 copy_file=ref.copy_file if ref else True,
                 sticky=file.sticky,
                 no_delete=file.no_delete,
@@ -69,11 +84,21 @@ def inputs_from_template(template: InputTemplate | None, infiles: list[Path]) ->
     return tuple(specs)
 
 
+def _base_spec(f: Path | RemoteFile) -> InputSpec:
+    if isinstance(f, RemoteFile):
+        return InputSpec(name=f"jf_{f.md5}", remote=f)
+    return InputSpec(path=f)
+
+
+def _path_name(spec: InputSpec) -> str:
+    return spec.path.name if spec.path is not None else ""
+
+
 def job_from_templates(
     *,
     input_template: InputTemplate | None,
     output_template: OutputTemplate | None,
-    infiles: list[Path],
+    infiles: Sequence[Path | RemoteFile],
     options: dict[str, object],
 ) -> JobSpec:
     """Template values first, then command-line options on top (the command line wins)."""

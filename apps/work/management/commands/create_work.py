@@ -19,7 +19,7 @@ from apps.core.progress import Progress
 from apps.projects.models import Project
 from apps.work.domain.assignments import TARGET_OPTIONS, target_from_options
 from apps.work.management.create_work_extensions import create_work_extensions
-from apps.work.services import JobSpec, WorkError, workunits_create
+from apps.work.services import JobSpec, RemoteFile, WorkError, workunits_create
 from apps.work.services.templates import job_from_templates, load_input_template, load_output_template
 
 FLOAT_OPTS = ("rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound", "delay_bound")
@@ -46,7 +46,49 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     for opt in TARGET_OPTIONS:
         targets.add_argument(f"--{opt}", type=int, metavar="ID")
     targets.add_argument("--broadcast", action="store_true", default=None, help="one result for every host")
-    parser.add_argument("infiles", nargs="*", help="input files, in the input template's order")
+    parser.set_defaults(inputs=[])
+    parser.add_argument(
+        "--remote_file",
+        nargs=3,
+        metavar=("URL", "NBYTES", "MD5"),
+        action=_Inputs,
+        help="an input hosts download from URL (never copied here); in order among the input files",
+    )
+    parser.add_argument(
+        "infiles", nargs="*", action=_Inputs, help="input files, in the input template's order"
+    )
+
+
+class _Inputs(argparse.Action):
+    """Input files and --remote_file inputs into one list, in command-line order, as BOINC's
+    create_work reads them."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        inputs = list(namespace.inputs)
+        if option_string is None:
+            inputs += [Path(value) for value in values]
+        else:
+            try:
+                inputs.append(_remote_file(*values))
+            except ValueError as exc:
+                raise argparse.ArgumentError(self, str(exc)) from None
+        namespace.inputs = inputs
+
+
+def _remote_file(url: str, nbytes: str, md5: str) -> RemoteFile:
+    try:
+        size = float(nbytes)
+    except ValueError:
+        raise ValueError(f"NBYTES {nbytes!r} is not a number") from None
+    if not size.is_integer():
+        raise ValueError(f"NBYTES {nbytes!r} is not a whole number")
+    return RemoteFile(url=url, md5=md5.lower(), nbytes=int(size))
 
 
 def job_options(ns: argparse.Namespace) -> dict[str, object]:
@@ -67,7 +109,8 @@ class Command(BaseCommand):
     help = (
         "Create jobs: create_work --project SLUG --appname NAME [--wu_name NAME] [--wu_template F] "
         "[--result_template F] [--rsc_fpops_est X ...] [--target_host ID | --target_user ID | "
-        "--target_team ID | --broadcast | --broadcast_user ID | --broadcast_team ID] [--stdin] [INPUT_FILE ...] "
+        "--target_team ID | --broadcast | --broadcast_user ID | --broadcast_team ID] [--stdin] "
+        "[--remote_file URL NBYTES MD5 ...] [INPUT_FILE ...] "
         "[the options the apps built on work add, listed below]"
     )
 
@@ -100,7 +143,7 @@ class Command(BaseCommand):
             jobs = (
                 self._stdin_jobs(in_t, out_t, defaults)
                 if opts["stdin"]
-                else [self._job(in_t, out_t, [Path(p) for p in opts["infiles"]], defaults)]
+                else [self._job(in_t, out_t, opts["inputs"], defaults)]
             )
             progress = Progress("creating workunits", total=len(jobs), write=self.stderr.write)
             created = workunits_create(project=project, app=app, jobs=jobs, progress=progress.advance)
@@ -121,7 +164,9 @@ class Command(BaseCommand):
             raise CommandError(f"no app named {opts['appname']!r} in project {project.slug}")
         return project, app
 
-    def _job(self, in_t: Any, out_t: Any, infiles: list[Path], options: dict[str, object]) -> JobSpec:
+    def _job(
+        self, in_t: Any, out_t: Any, infiles: list[Path | RemoteFile], options: dict[str, object]
+    ) -> JobSpec:
         return job_from_templates(
             input_template=in_t, output_template=out_t, infiles=infiles, options=options
         )
@@ -140,7 +185,7 @@ class Command(BaseCommand):
             except (argparse.ArgumentError, ValueError, SystemExit) as exc:
                 raise CommandError(f"stdin line {lineno}: {exc}") from exc
             options = {**defaults, **{k: v for k, v in job_options(ns).items() if v is not None}}
-            jobs.append(self._job(in_t, out_t, [Path(p) for p in ns.infiles], options))
+            jobs.append(self._job(in_t, out_t, ns.inputs, options))
         if not jobs:
             raise CommandError("--stdin given but no job lines were read")
         return jobs
