@@ -86,6 +86,13 @@ def test_a_remote_input_of_another_size_than_the_known_file_is_refused(client, p
     assert Workunit.objects.count() == 1
 
 
+def test_one_md5_given_two_sizes_in_one_batch_is_refused(client, project, app, alice):
+    reply = _submit(client, project, alice, None, RemoteInput(URL, len(DATA) + 1, MD5))
+    assert _error(reply) == f"job 1: remote input: MD5 {MD5} was given with two sizes in this batch"
+    assert not Batch.objects.exists()
+    assert not InputFile.objects.exists()
+
+
 def test_an_uploaded_copy_is_served_instead_of_the_url(client, project, app, alice, volunteers, tmp_path):
     _submit(client, project, alice)
     path = tmp_path / "copy.bin"

@@ -210,7 +210,11 @@ class _Stager:
         except WorkError as exc:
             raise SubmitError(f"{where}: {exc}") from None
         name = job_file_name(remote.md5)
-        self.remote.setdefault(name, remote)
+        known = self.remote.setdefault(name, remote)
+        if known.nbytes != remote.nbytes:
+            raise SubmitError(
+                f"{where}: remote input: MD5 {remote.md5} was given with two sizes in this batch"
+            )
         return name
 
     def _inline(self, contents: str, where: str) -> str:
