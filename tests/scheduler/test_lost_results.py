@@ -26,6 +26,15 @@ def _first_job(client, project, account, app, n_jobs: int = 1):
     return reply.hostid, sent.name
 
 
+def _resending_first_job(project, account, app, n_jobs: int = 1) -> tuple[Client, int, str]:
+    """With resend_lost_results on: a client, its host id and the one task it was sent."""
+    project.resend_lost_results = True
+    project.save()
+    client = Client()
+    hostid, name = _first_job(client, project, account, app, n_jobs=n_jobs)
+    return client, hostid, name
+
+
 def test_a_reattached_client_keeps_its_host_and_its_dropped_task_ends_at_once(project, account, cpu_app):
     client = Client()
     hostid, name = _first_job(client, project, account, cpu_app)
@@ -66,10 +75,7 @@ def _after_reset(account, hostid: int, **overrides):
 
 
 def test_a_lost_task_is_sent_again_with_resend_lost_results(project, account, cpu_app):
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app, n_jobs=3)
+    client, hostid, name = _resending_first_job(project, account, cpu_app, n_jobs=3)
 
     reply = rpc(client, project, _after_reset(account, hostid))
 
@@ -93,10 +99,7 @@ def test_a_lost_task_is_not_sent_again_without_resend_lost_results(project, acco
 
 
 def test_a_lost_task_no_longer_needed_is_timed_out_instead(project, account, cpu_app):
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app)
+    client, hostid, name = _resending_first_job(project, account, cpu_app)
     lost = Result.objects.get(name=name)
     Workunit.objects.filter(pk=lost.workunit_id).update(canonical_result=lost)  # done elsewhere
 
@@ -112,10 +115,7 @@ def test_a_lost_task_no_longer_needed_is_timed_out_instead(project, account, cpu
 def test_a_lost_task_whose_bound_was_edited_past_any_date_is_resent_by_its_old_deadline(
     project, account, cpu_app
 ):
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app)
+    client, hostid, name = _resending_first_job(project, account, cpu_app)
     old_deadline = Result.objects.get(name=name).report_deadline
     Workunit.objects.filter(name=name.rsplit("_", 1)[0]).update(delay_bound=1e300)
 
@@ -145,10 +145,7 @@ def test_a_lost_task_of_an_app_the_volunteer_no_longer_selects_is_timed_out_inst
     from apps.protocol.project_prefs import ProjectPrefs, ProjectPrefsDoc
     from apps.scheduler.services.prefs import account_project_prefs_save
 
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app, n_jobs=2)
+    client, hostid, name = _resending_first_job(project, account, cpu_app, n_jobs=2)
     other = app_create(project=project, name="otherapp", user_friendly_name="Other app")
     chosen = ProjectPrefs(apps_selected=(other.id,))
     account_project_prefs_save(account=account, doc=ProjectPrefsDoc(primary=chosen))
@@ -160,10 +157,7 @@ def test_a_lost_task_of_an_app_the_volunteer_no_longer_selects_is_timed_out_inst
 
 
 def test_a_lost_task_of_a_deprecated_app_is_timed_out_instead(project, account, cpu_app):
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app)
+    client, hostid, name = _resending_first_job(project, account, cpu_app)
     cpu_app.deprecated = True
     cpu_app.save()
 
@@ -174,10 +168,7 @@ def test_a_lost_task_of_a_deprecated_app_is_timed_out_instead(project, account, 
 
 
 def test_a_lost_task_with_no_version_left_for_the_host_is_timed_out_instead(project, account, cpu_app):
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app)
+    client, hostid, name = _resending_first_job(project, account, cpu_app)
     for version in AppVersion.objects.filter(app=cpu_app):
         version.deprecated = True
         version.save()
@@ -189,10 +180,7 @@ def test_a_lost_task_with_no_version_left_for_the_host_is_timed_out_instead(proj
 
 
 def test_a_lost_task_stays_in_progress_when_the_request_asks_only_for_other_work(project, account, cpu_app):
-    project.resend_lost_results = True
-    project.save()
-    client = Client()
-    hostid, name = _first_job(client, project, account, cpu_app)
+    client, hostid, name = _resending_first_job(project, account, cpu_app)
     gpu_only = dict(cpu_req_secs=0.0, work_req_seconds=3600.0, coprocs=(replace(GPU, req_secs=3600.0),))
 
     reply = rpc(client, project, _after_reset(account, hostid, **gpu_only))
