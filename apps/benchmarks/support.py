@@ -64,13 +64,28 @@ def last_json(output: str) -> Any:
     return json.loads(output.strip().splitlines()[-1])
 
 
-def postgres_cpu_seconds() -> float:
-    """CPU seconds used so far by this machine's PostgreSQL servers (Linux /proc).
+def postmaster_pid(db_url: str) -> int | None:
+    """The process id of the PostgreSQL server behind ``db_url``, if it runs on this machine."""
+    import psycopg
+
+    with psycopg.connect(db_url) as conn:  # the backend is read while it lives
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        try:
+            _, rest = (Path("/proc") / str(row[0] if row else 0) / "stat").read_text().rsplit(")", 1)
+        except OSError:  # a server on another machine
+            return None
+    return int(rest.split()[1])  # the backend's parent
+
+
+def postgres_cpu_seconds(server: int | None = None) -> float:
+    """CPU seconds used so far by this machine's PostgreSQL servers (Linux /proc), or only by
+    the one whose postmaster is ``server``.
 
     The live processes' own time, plus what each server's postmaster has collected from its
-    children that ended: so the count only grows, however many connections close meanwhile.
-    A benchmark's own database is the only busy one while it runs; the server's other
-    databases add their background work, if any.
+    children that ended: so the count only grows, however many connections close meanwhile,
+    unless another server stops; naming the server leaves the others out. A benchmark's own
+    database is the only busy one while it runs; the server's other databases add their
+    background work, if any.
     """
     tick = os.sysconf("SC_CLK_TCK")
     stats: dict[int, list[str]] = {}
@@ -82,7 +97,9 @@ def postgres_cpu_seconds() -> float:
         except OSError:
             continue
         if head.endswith("(postgres"):
-            stats[int(entry.name)] = rest.split()
+            fields = rest.split()
+            if server is None or int(entry.name) == server or int(fields[1]) == server:
+                stats[int(entry.name)] = fields
     total = 0
     for fields in stats.values():
         total += int(fields[11]) + int(fields[12])  # utime, stime

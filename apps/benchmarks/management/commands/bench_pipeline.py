@@ -51,6 +51,7 @@ from apps.benchmarks.support import (
     last_json,
     machine_description,
     postgres_cpu_seconds,
+    postmaster_pid,
     run_manage,
     schema_create,
 )
@@ -465,7 +466,8 @@ def run_distributed(
             proc.start()
         servers = list(procs)
         cpu_before = {p.name: tree_cpu_seconds(p.pid) for p in servers}
-        db_before = postgres_cpu_seconds()
+        db_server = postmaster_pid(db_url)
+        db_before = postgres_cpu_seconds(db_server)
         urls = ",".join(f"http://127.0.0.1:{p}" for p in ports)
         clients = ManagedProcess(
             name="clients",
@@ -489,7 +491,7 @@ def run_distributed(
         cpu = {
             "web processes": sum(v for k, v in used.items() if k.startswith("gunicorn")),
             "Celery workers": sum(v for k, v in used.items() if k.startswith("worker")),
-            "PostgreSQL": postgres_cpu_seconds() - db_before,
+            "PostgreSQL": postgres_cpu_seconds(db_server) - db_before,
             "load generator": clients_cpu,
         }
         return dataclasses.replace(outcome, stages=stage_totals_read(work / "stages"), cpu=cpu)
